@@ -1,0 +1,366 @@
+"""The queue manager: MSMQ's rules over the store port (reference §7)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import secrets
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+
+from qm import rules
+from qm.clock import Clock
+from qm.config import ManagerConfig
+from qm.errors import MqError, MqErrorCode
+from qm.model import (
+    INFINITE,
+    JournalFlags,
+    Message,
+    MessageClass,
+    MessageProperties,
+    NewMessage,
+    Queue,
+    QueueChanges,
+    QueueManagerInfo,
+    QueueSettings,
+)
+from qm.paths import QueuePath, SystemQueue, parse_queue_path, system_queue_path
+from qm.store import (
+    Claim,
+    ClaimKind,
+    EnqueueOutcome,
+    PositionState,
+    ReleaseReport,
+    Selector,
+    Store,
+    TransactionRecord,
+)
+from qm.wakeups import WakeUps
+
+SINGLE_MESSAGE_TRANSACTION = "single"
+"""MQ_SINGLE_MESSAGE: a send that is its own transaction."""
+
+Attempt = Callable[[], Awaitable[Message | None]]
+
+
+class QueueManager:
+    """One local queue manager. Methods take path text as users write it."""
+
+    def __init__(self, store: Store, wakeups: WakeUps, clock: Clock, config: ManagerConfig) -> None:
+        self.store = store
+        self.wakeups = wakeups
+        self.clock = clock
+        self.config = config
+        self._identity: QueueManagerInfo | None = None
+
+    # -- identity ---------------------------------------------------------------------
+
+    async def start(self) -> QueueManagerInfo:
+        """Load (or create once) the persisted identity and the system queues."""
+        candidate = QueueManagerInfo(uuid.uuid4(), self.config.initial_quota_kb, False)
+        self._identity = await self.store.open_queue_manager(candidate)
+        for system_queue in SystemQueue:
+            await self._ensure_queue(system_queue_path(system_queue))
+        return self._identity
+
+    @property
+    def guid(self) -> uuid.UUID:
+        if self._identity is None:
+            raise RuntimeError("QueueManager.start() was not awaited")
+        return self._identity.guid
+
+    async def info(self) -> QueueManagerInfo:
+        return await self.store.queue_manager_info()
+
+    async def configure(self, quota_kb: int | None, throttled: bool | None) -> QueueManagerInfo:
+        if quota_kb is not None:
+            _check_quota("quota_kb", quota_kb)
+        return await self.store.update_queue_manager(quota_kb, throttled)
+
+    async def _ensure_queue(self, path: QueuePath) -> None:
+        if await self.store.find_queue(path) is None:
+            try:
+                await self.store.create_queue(path, QueueSettings(), self.clock.now())
+            except MqError as error:  # another process created it first
+                if error.code is not MqErrorCode.MQ_ERROR_QUEUE_EXISTS:
+                    raise
+
+    # -- queues -----------------------------------------------------------------------
+
+    async def create_queue(self, path_text: str, settings: QueueSettings) -> Queue:
+        path = parse_queue_path(path_text)
+        if not path.writable:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_ILLEGAL_QUEUE_PATHNAME,
+                f"{path_text!r}: journal and system queues exist with their queue manager",
+            )
+        _check_settings(settings)
+        return await self.store.create_queue(path, settings, self.clock.now())
+
+    async def get_queue(self, path_text: str) -> Queue:
+        return await self._queue(parse_queue_path(path_text))
+
+    async def list_queues(self) -> list[Queue]:
+        return await self.store.list_queues()
+
+    async def update_queue(self, path_text: str, changes: QueueChanges) -> Queue:
+        queue = await self._administered_queue(path_text)
+        _check_settings(_apply(queue.settings, changes))
+        return await self.store.update_queue(queue.id, changes, self.clock.now())
+
+    async def delete_queue(self, path_text: str) -> int:
+        queue = await self._administered_queue(path_text)
+        return await self.store.delete_queue(queue.id)
+
+    async def purge_queue(self, path_text: str) -> int:
+        queue = await self.get_queue(path_text)
+        return await self.store.purge_queue(queue.id)
+
+    async def _administered_queue(self, path_text: str) -> Queue:
+        path = parse_queue_path(path_text)
+        if not path.writable:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_ACCESS_DENIED,
+                f"{path.url_path} belongs to the queue manager; it can be read and purged only",
+            )
+        return await self._queue(path)
+
+    async def _queue(self, path: QueuePath) -> Queue:
+        queue = await self.store.find_queue(path)
+        if queue is None:
+            raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, f"no queue {path.url_path}")
+        return queue
+
+    # -- send -------------------------------------------------------------------------
+
+    async def send(
+        self, path_text: str, properties: MessageProperties, transaction: str | None = None
+    ) -> Message:
+        """Enqueue (reference §7.3). Returns the message as stored, lookup ID included."""
+        path = parse_queue_path(path_text)
+        if not path.writable:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION,
+                f"{path.url_path} is read-only: only the queue manager writes journal and "
+                "dead-letter queues",
+            )
+        rules.validate_properties(properties, self.config.max_body_bytes)
+        queue = await self._queue(path)
+        held_by = await self._send_transaction(queue, transaction)
+        if transaction is not None:
+            properties = dataclasses.replace(properties, priority=0)
+        new_message = self._new_message(queue, properties, held_by)
+        return await self._enqueue(queue, new_message)
+
+    async def _send_transaction(self, queue: Queue, transaction: str | None) -> str | None:
+        """Check §7.8's pairing of transactional queues and sends; return the holder."""
+        if queue.settings.transactional != (transaction is not None):
+            wanted = "inside a transaction" if queue.settings.transactional else "without one"
+            raise MqError(
+                MqErrorCode.MQ_ERROR_TRANSACTION_USAGE,
+                f"{queue.path.url_path} accepts only messages sent {wanted}",
+            )
+        if transaction is None or transaction == SINGLE_MESSAGE_TRANSACTION:
+            return None
+        await self._active_transaction(transaction)
+        return transaction
+
+    def _new_message(
+        self, queue: Queue, properties: MessageProperties, transaction: str | None
+    ) -> NewMessage:
+        now = self.clock.now()
+        sent = properties.sent_time or now
+        return NewMessage(
+            queue_id=queue.id,
+            properties=properties,
+            message_id=properties.message_id or "",
+            sent_time=sent,
+            arrived_time=now,
+            source_machine=properties.source_machine or self.guid,
+            ttbr_deadline=rules.deadline(now, properties.time_to_be_received),
+            ttrq_deadline=rules.deadline(now, properties.time_to_reach_queue),
+            transaction_id=transaction,
+        )
+
+    async def _enqueue(self, queue: Queue, new_message: NewMessage) -> Message:
+        info = await self.store.queue_manager_info()
+        [result] = await self.store.enqueue([new_message], info.quota_kb, info.throttled)
+        if result.outcome is EnqueueOutcome.QUEUE_MANAGER_QUOTA_EXCEEDED:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_INSUFFICIENT_RESOURCES,
+                "the queue manager is throttled or its quota is reached",
+            )
+        if result.outcome is EnqueueOutcome.QUEUE_QUOTA_EXCEEDED:
+            dead_lettered = await self._dead_letter(queue, new_message, MessageClass.NACK_Q_EXCEED_QUOTA)
+            raise MqError(
+                MqErrorCode.MQ_ERROR_INSUFFICIENT_RESOURCES,
+                f"the quota of {queue.path.url_path} is reached"
+                + ("; the message went to the dead-letter queue" if dead_lettered else ""),
+            )
+        if new_message.transaction_id is None:
+            self.wakeups.signal([queue.id])
+        assert result.lookup_id is not None
+        return stored_message(result.lookup_id, result.message_id, new_message)
+
+    async def _dead_letter(
+        self, queue: Queue, original: NewMessage, message_class: MessageClass
+    ) -> bool:
+        """Negative source journaling (reference §7.12): a copy with the NACK class."""
+        if not original.properties.journal & JournalFlags.DEADLETTER:
+            return False
+        dead_letter_queue = await self._queue(system_queue_path(SystemQueue.DEADLETTER))
+        copy = dataclasses.replace(
+            original,
+            queue_id=dead_letter_queue.id,
+            properties=dataclasses.replace(original.properties, message_class=message_class),
+            transaction_id=None,
+        )
+        info = await self.store.queue_manager_info()
+        [result] = await self.store.enqueue([copy], info.quota_kb, info.throttled)
+        return result.outcome is EnqueueOutcome.ACCEPTED
+
+    # -- transactions -----------------------------------------------------------------
+
+    async def begin_transaction(self) -> TransactionRecord:
+        now = self.clock.now()
+        record = TransactionRecord(
+            id=secrets.token_hex(16),
+            created_at=now,
+            expires_at=now + timedelta(seconds=self.config.transaction_timeout_s),
+        )
+        await self.store.create_transaction(record)
+        return record
+
+    async def transaction(self, transaction_id: str) -> TransactionRecord:
+        return await self._active_transaction(transaction_id, touch=False)
+
+    async def commit(self, transaction_id: str) -> None:
+        await self._finish(transaction_id, commit=True)
+
+    async def abort(self, transaction_id: str) -> None:
+        await self._finish(transaction_id, commit=False)
+
+    async def _finish(self, transaction_id: str, commit: bool) -> None:
+        touched = await self.store.finish_transaction(transaction_id, commit)
+        if touched is None:
+            raise _unknown_transaction(transaction_id)
+        self.wakeups.signal(touched)
+
+    async def _active_transaction(self, transaction_id: str, touch: bool = True) -> TransactionRecord:
+        record = await self.store.get_transaction(transaction_id)
+        now = self.clock.now()
+        if record is None or record.expires_at <= now:
+            raise _unknown_transaction(transaction_id)
+        if not touch:
+            return record
+        expires_at = now + timedelta(seconds=self.config.transaction_timeout_s)
+        if not await self.store.touch_transaction(transaction_id, expires_at):
+            raise _unknown_transaction(transaction_id)
+        return dataclasses.replace(record, expires_at=expires_at)
+
+    # -- housekeeping -----------------------------------------------------------------
+
+    async def release_expired(self) -> ReleaseReport:
+        """Abort expired locks and idle transactions, close idle cursors, wake readers."""
+        report = await self.store.release_expired(self.clock.now())
+        self.wakeups.signal(report.queue_ids)
+        return report
+
+    # -- shared by the reading operations (qm.reading) --------------------------------
+
+    async def _claim_for(self, queue: Queue, transaction: str | None) -> Claim:
+        if transaction is None:
+            return Claim()
+        if not queue.settings.transactional:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_TRANSACTION_USAGE,
+                f"{queue.path.url_path} is not transactional; receive from it without a transaction",
+            )
+        await self._active_transaction(transaction)
+        return Claim(ClaimKind.TRANSACTION, transaction)
+
+    def _lock_claim(self, lock_timeout_s: float | None) -> tuple[Claim, str]:
+        seconds = self.config.default_lock_timeout_s if lock_timeout_s is None else lock_timeout_s
+        if not 0 < seconds <= self.config.max_lock_timeout_s:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+                f"a lock timeout must be above 0 and at most {self.config.max_lock_timeout_s} s",
+            )
+        token = secrets.token_hex(12)
+        expires_at = self.clock.now() + timedelta(seconds=seconds)
+        return Claim(ClaimKind.LOCK, token, expires_at), token
+
+    def _as_read(self, message: Message) -> Message:
+        """Report the remaining TTBR, as MSMQ does on receive (reference §7.4)."""
+        remaining = rules.remaining_seconds(message.ttbr_deadline, self.clock.now())
+        properties = dataclasses.replace(message.properties, time_to_be_received=remaining)
+        return dataclasses.replace(message, properties=properties)
+
+    async def _wait(self, queue: Queue, attempt: Attempt, timeout_ms: int) -> Message | None:
+        """Try, then wait for a change of the queue, until the timeout (INFINITE: forever)."""
+        loop = asyncio.get_running_loop()
+        give_up_at = None if timeout_ms == INFINITE else loop.time() + timeout_ms / 1000
+        while True:
+            watch = self.wakeups.watch(queue.id)
+            message = await attempt()
+            if message is not None:
+                return self._as_read(message)
+            remaining = 3600.0 if give_up_at is None else give_up_at - loop.time()
+            if remaining <= 0:
+                return None
+            await watch.wait(remaining)
+
+
+def _unknown_transaction(transaction_id: str) -> MqError:
+    return MqError(
+        MqErrorCode.MQ_ERROR_TRANSACTION_SEQUENCE,
+        f"no active transaction {transaction_id!r} (unknown, finished, or timed out)",
+    )
+
+
+def _apply(settings: QueueSettings, changes: QueueChanges) -> QueueSettings:
+    updates = {
+        field.name: getattr(changes, field.name)
+        for field in dataclasses.fields(changes)
+        if getattr(changes, field.name) is not None
+    }
+    return dataclasses.replace(settings, **updates)
+
+
+def _check_settings(settings: QueueSettings) -> None:
+    if len(settings.label) > 124:
+        raise MqError(MqErrorCode.MQ_ERROR_ILLEGAL_PROPERTY_VALUE, "a queue label has at most 124 characters")
+    _check_quota("quota_kb", settings.quota_kb)
+    _check_quota("journal_quota_kb", settings.journal_quota_kb)
+    if not -32768 <= settings.base_priority <= 32767:
+        raise MqError(
+            MqErrorCode.MQ_ERROR_ILLEGAL_PROPERTY_VALUE, "base_priority is a signed 16-bit number"
+        )
+
+
+def _check_quota(name: str, value: int) -> None:
+    if not 0 <= value <= INFINITE:
+        raise MqError(
+            MqErrorCode.MQ_ERROR_ILLEGAL_PROPERTY_VALUE,
+            f"{name} is kilobytes from 0 to {INFINITE} ({INFINITE} = unlimited)",
+        )
+
+
+def stored_message(lookup_id: int, message_id: str, new_message: NewMessage) -> Message:
+    """The message as the store now holds it, without reading it back."""
+    return Message(
+        lookup_id=lookup_id,
+        queue_id=new_message.queue_id,
+        message_id=message_id,
+        properties=new_message.properties,
+        sent_time=new_message.sent_time,
+        arrived_time=new_message.arrived_time,
+        source_machine=new_message.source_machine,
+        ttbr_deadline=new_message.ttbr_deadline,
+        ttrq_deadline=new_message.ttrq_deadline,
+        first_in_transaction=new_message.first_in_transaction,
+        last_in_transaction=new_message.last_in_transaction,
+        abort_count=0,
+        transaction_id=new_message.transaction_id,
+    )

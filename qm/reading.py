@@ -1,0 +1,153 @@
+"""Receive, peek, receive by lookup ID and two-phase read (reference §7.4, §7.9, §7.10)."""
+
+from __future__ import annotations
+
+from qm.errors import MqError, MqErrorCode
+from qm.manager import Attempt, QueueManager
+from qm.model import Message, Queue
+from qm.store import Claim, PositionState, Seek, Selector
+
+LOCK_TAG_SEPARATOR = "-"
+
+
+class QueueReader:
+    """Reading operations of a queue manager, by queue path."""
+
+    def __init__(self, manager: QueueManager) -> None:
+        self._qm = manager
+
+    async def receive(
+        self, path_text: str, timeout_ms: int, transaction: str | None = None
+    ) -> Message | None:
+        """Remove the first available message, waiting up to the timeout; None on timeout."""
+        queue = await self._qm.get_queue(path_text)
+        claim = await self._qm._claim_for(queue, transaction)
+        return await self._take_waiting(queue, Selector(), claim, timeout_ms)
+
+    async def peek(self, path_text: str, timeout_ms: int) -> Message | None:
+        queue = await self._qm.get_queue(path_text)
+        return await self._qm._wait(queue, self._peeker(queue, Selector()), timeout_ms)
+
+    async def receive_locked(
+        self, path_text: str, timeout_ms: int, lock_timeout_s: float | None
+    ) -> tuple[Message, str] | None:
+        """Dequeue Message Begin: lock the first message under a tag; end with end_lock."""
+        queue = await self._qm.get_queue(path_text)
+        claim, token = self._qm._lock_claim(lock_timeout_s)
+        message = await self._take_waiting(queue, Selector(), claim, timeout_ms)
+        if message is None:
+            return None
+        return message, f"{message.lookup_id}{LOCK_TAG_SEPARATOR}{token}"
+
+    async def end_lock(self, tag: str, commit: bool) -> None:
+        """Dequeue Message End (reference §7.9)."""
+        lookup_id, token = _parse_lock_tag(tag)
+        state, queue_id = await self._qm.store.end_lock(lookup_id, token, commit, self._qm.clock.now())
+        if state is PositionState.MISSING:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_MESSAGE_ALREADY_RECEIVED,
+                f"the message of lock {tag!r} was already received",
+            )
+        if state is not PositionState.LOCKED:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_TRANSACTION_SEQUENCE,
+                f"lock {tag!r} is not held: it was ended or it expired",
+            )
+        if not commit:
+            self._qm.wakeups.signal([queue_id])
+
+    async def by_lookup_id(
+        self,
+        path_text: str,
+        seek: Seek,
+        lookup_id: int = 0,
+        receive: bool = False,
+        transaction: str | None = None,
+    ) -> Message:
+        """MQReceiveMessageByLookupId: never waits; MQ_ERROR_MESSAGE_NOT_FOUND if nothing."""
+        queue = await self._qm.get_queue(path_text)
+        claim = await self._qm._claim_for(queue, transaction) if receive else None
+        if seek in (Seek.CURRENT, Seek.NEXT, Seek.PREVIOUS):
+            await self._check_reference(queue, seek, lookup_id, receive)
+        message = await self._once(queue, Selector(seek, lookup_id), claim)
+        if message is None:
+            raise _not_found(queue, f"no {seek.value} message" + _relative(seek, lookup_id))
+        return message
+
+    async def by_message_id(
+        self,
+        path_text: str,
+        message_id: str | None = None,
+        correlation_id: bytes | None = None,
+        receive: bool = False,
+        transaction: str | None = None,
+    ) -> Message:
+        """The first available message with this message ID or correlation ID."""
+        queue = await self._qm.get_queue(path_text)
+        claim = await self._qm._claim_for(queue, transaction) if receive else None
+        selector = Selector(message_id=message_id, correlation_id=correlation_id)
+        message = await self._once(queue, selector, claim)
+        if message is None:
+            raise _not_found(queue, "no available message with that identifier")
+        return message
+
+    async def browse(self, path_text: str, after: int, limit: int) -> list[Message]:
+        """Available messages in queue order after a lookup ID (keyset pagination)."""
+        queue = await self._qm.get_queue(path_text)
+        now = self._qm.clock.now()
+        messages = await self._qm.store.browse(queue.id, after, limit, now)
+        return [self._qm._as_read(message) for message in messages]
+
+    async def _check_reference(self, queue: Queue, seek: Seek, lookup_id: int, receive: bool) -> None:
+        state = await self._qm.store.position_state(queue.id, lookup_id, self._qm.clock.now())
+        if state in (PositionState.MISSING, PositionState.EXPIRED):
+            raise _not_found(queue, f"no message with lookup ID {lookup_id}")
+        if seek is Seek.CURRENT and state is PositionState.LOCKED:
+            code = (
+                MqErrorCode.MQ_ERROR_MESSAGE_LOCKED_UNDER_TRANSACTION
+                if receive
+                else MqErrorCode.MQ_ERROR_TRANSACTION_USAGE
+            )
+            raise MqError(code, f"message {lookup_id} is locked by a transaction or a two-phase read")
+
+    async def _once(self, queue: Queue, selector: Selector, claim: Claim | None) -> Message | None:
+        now = self._qm.clock.now()
+        if claim is None:
+            message = await self._qm.store.peek(queue.id, selector, now)
+        else:
+            message = await self._qm.store.take(queue, selector, now, claim)
+        return None if message is None else self._qm._as_read(message)
+
+    async def _take_waiting(
+        self, queue: Queue, selector: Selector, claim: Claim, timeout_ms: int
+    ) -> Message | None:
+        async def attempt() -> Message | None:
+            return await self._qm.store.take(queue, selector, self._qm.clock.now(), claim)
+
+        return await self._qm._wait(queue, attempt, timeout_ms)
+
+    def _peeker(self, queue: Queue, selector: Selector) -> Attempt:
+        async def attempt() -> Message | None:
+            return await self._qm.store.peek(queue.id, selector, self._qm.clock.now())
+
+        return attempt
+
+
+def _parse_lock_tag(tag: str) -> tuple[int, str]:
+    lookup_text, _, token = tag.partition(LOCK_TAG_SEPARATOR)
+    if not lookup_text.isdigit() or not token:
+        raise MqError(MqErrorCode.MQ_ERROR_INVALID_HANDLE, f"{tag!r} is not a lock tag of this gateway")
+    return int(lookup_text), token
+
+
+def _not_found(queue: Queue, what: str) -> MqError:
+    return MqError(MqErrorCode.MQ_ERROR_MESSAGE_NOT_FOUND, f"{queue.path.url_path}: {what}")
+
+
+def _relative(seek: Seek, lookup_id: int) -> str:
+    if seek in (Seek.NEXT, Seek.PREVIOUS):
+        return f" to lookup ID {lookup_id}"
+    if seek is Seek.CURRENT:
+        return f" with lookup ID {lookup_id}"
+    return ""
+

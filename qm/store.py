@@ -1,0 +1,200 @@
+"""The store port: everything the queue manager needs from persistence.
+
+`storage/` implements it on SQLite and PostgreSQL. Each method is one database
+transaction; each returns frozen values, never live database objects.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from qm.model import (
+    Message,
+    NewMessage,
+    Queue,
+    QueueChanges,
+    QueueManagerInfo,
+    QueueSettings,
+)
+from qm.paths import QueuePath
+
+
+class Seek(enum.Enum):
+    """Where to look in a queue's order (reference §7.10 lookup actions)."""
+
+    FIRST = "first"
+    LAST = "last"
+    CURRENT = "current"
+    NEXT = "next"
+    PREVIOUS = "previous"
+    ARRIVED_AFTER = "arrived-after"
+    """The first message whose counter part is above `lookup_id`: what a waiting cursor sees."""
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """Which available message a peek or take addresses."""
+
+    seek: Seek = Seek.FIRST
+    lookup_id: int = 0
+    message_id: str | None = None
+    correlation_id: bytes | None = None
+
+
+class ClaimKind(enum.Enum):
+    RECEIVE = "receive"
+    """Remove now (reason AckReceive), journaling if the queue asks for it."""
+    TRANSACTION = "transaction"
+    """Lock for a transaction; removed at commit, back in place at abort."""
+    LOCK = "lock"
+    """Two-phase read: lock under a tag until ended or expired."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    kind: ClaimKind = ClaimKind.RECEIVE
+    owner: str | None = None
+    expires_at: datetime | None = None
+
+
+class PositionState(enum.Enum):
+    MISSING = "missing"
+    AVAILABLE = "available"
+    LOCKED = "locked"
+    EXPIRED = "expired"
+
+
+class EnqueueOutcome(enum.Enum):
+    """Reference §7.3 statuses."""
+
+    ACCEPTED = 0
+    QUEUE_QUOTA_EXCEEDED = 1
+    QUEUE_MANAGER_QUOTA_EXCEEDED = 2
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    outcome: EnqueueOutcome
+    lookup_id: int | None = None
+    message_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionRecord:
+    id: str
+    created_at: datetime
+    expires_at: datetime
+
+
+class CursorPlace(enum.Enum):
+    UNPOSITIONED = 0
+    ON_MESSAGE = 1
+    AFTER = 2
+    """Just after `position`: the message there was received through the cursor."""
+
+
+@dataclass(frozen=True, slots=True)
+class CursorRecord:
+    id: str
+    queue_id: int
+    place: CursorPlace
+    position: int
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseReport:
+    """What a housekeeping pass undid, with the queues that gained available messages."""
+
+    locks_released: int
+    transactions_aborted: int
+    cursors_closed: int
+    queue_ids: frozenset[int]
+
+
+class Store(Protocol):
+    async def open_queue_manager(self, candidate: QueueManagerInfo) -> QueueManagerInfo:
+        """Return the persisted identity, persisting `candidate` the first time."""
+        ...
+
+    async def queue_manager_info(self) -> QueueManagerInfo: ...
+
+    async def update_queue_manager(
+        self, quota_kb: int | None, throttled: bool | None
+    ) -> QueueManagerInfo: ...
+
+    async def create_queue(
+        self, path: QueuePath, settings: QueueSettings, now: datetime
+    ) -> Queue:
+        """Create the queue and its journal queue; MQ_ERROR_QUEUE_EXISTS if it exists."""
+        ...
+
+    async def find_queue(self, path: QueuePath) -> Queue | None: ...
+
+    async def get_queue(self, queue_id: int) -> Queue | None: ...
+
+    async def list_queues(self) -> list[Queue]: ...
+
+    async def update_queue(self, queue_id: int, changes: QueueChanges, now: datetime) -> Queue: ...
+
+    async def delete_queue(self, queue_id: int) -> int:
+        """Delete the queue, its journal and their messages; return the messages dropped."""
+        ...
+
+    async def purge_queue(self, queue_id: int) -> int:
+        """Remove every available message; locked ones are removed when their lock ends."""
+        ...
+
+    async def enqueue(
+        self, messages: Sequence[NewMessage], quota_kb: int, throttled: bool
+    ) -> list[EnqueueResult]:
+        """Insert in one transaction, applying the §7.3 quota rules message by message."""
+        ...
+
+    async def peek(self, queue_id: int, selector: Selector, now: datetime) -> Message | None: ...
+
+    async def take(
+        self, queue: Queue, selector: Selector, now: datetime, claim: Claim
+    ) -> Message | None: ...
+
+    async def browse(
+        self, queue_id: int, after: int, limit: int, now: datetime
+    ) -> list[Message]: ...
+
+    async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState: ...
+
+    async def counter_high_water(self) -> int:
+        """The last counter value handed out (low 56 bits of lookup IDs)."""
+        ...
+
+    async def end_lock(
+        self, lookup_id: int, tag: str, commit: bool, now: datetime
+    ) -> tuple[PositionState, int]:
+        """End a two-phase read; return the state found and the queue id (0 if missing)."""
+        ...
+
+    async def create_transaction(self, record: TransactionRecord) -> None: ...
+
+    async def get_transaction(self, transaction_id: str) -> TransactionRecord | None: ...
+
+    async def touch_transaction(self, transaction_id: str, expires_at: datetime) -> bool: ...
+
+    async def finish_transaction(self, transaction_id: str, commit: bool) -> frozenset[int] | None:
+        """Commit or abort; return the queues touched, or None if it was not active."""
+        ...
+
+    async def create_cursor(self, record: CursorRecord) -> None: ...
+
+    async def get_cursor(self, cursor_id: str) -> CursorRecord | None: ...
+
+    async def save_cursor(self, record: CursorRecord) -> None: ...
+
+    async def delete_cursor(self, cursor_id: str) -> bool: ...
+
+    async def release_expired(self, now: datetime) -> ReleaseReport:
+        """Abort expired two-phase locks and transactions; close idle cursors."""
+        ...

@@ -1,0 +1,1 @@
+"""SQLAlchemy persistence for the queue manager."""

@@ -1,0 +1,51 @@
+"""Async engines for the embedded SQLite default and for PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def is_sqlite(url: str) -> bool:
+    return sa.engine.make_url(url).get_backend_name() == "sqlite"
+
+
+def make_engine(url: str) -> AsyncEngine:
+    """An engine configured for durable queue work on either database."""
+    if is_sqlite(url):
+        return _sqlite_engine(url)
+    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+
+
+def ensure_sqlite_directory(url: str) -> None:
+    database = sa.engine.make_url(url).database
+    if database and database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+
+
+def _sqlite_engine(url: str) -> AsyncEngine:
+    ensure_sqlite_directory(url)
+    engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+
+    @sa.event.listens_for(engine.sync_engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        # Take over transaction control so BEGIN IMMEDIATE can be issued (below):
+        # a deferred BEGIN that later writes can fail with SQLITE_BUSY under WAL.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")  # a commit is on disk before we answer
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @sa.event.listens_for(engine.sync_engine, "begin")
+    def _begin(connection: sa.Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine

@@ -1,0 +1,125 @@
+"""The schema as SQLAlchemy Core tables. Migrations create it; tests check they agree.
+
+Times are integer microseconds since 1970-01-01 UTC in both databases: exact, cheap to
+index and compare, and free of SQLite's text-timestamp pitfalls.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+    }
+)
+
+message_counter = sa.Sequence("message_counter", metadata=metadata)
+"""PostgreSQL's lookup-ID counter: never reused, never rolled back, no hot row."""
+
+AVAILABLE = 0
+LOCKED = 1
+TXN_ENQUEUE = 1
+TXN_DEQUEUE = 2
+
+queue_manager = sa.Table(
+    "queue_manager",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("guid", sa.String(36), nullable=False),
+    sa.Column("quota_kb", sa.BigInteger, nullable=False),
+    sa.Column("throttled", sa.Boolean, nullable=False),
+    sa.Column("counter", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+
+queues = sa.Table(
+    "queues",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("path_key", sa.String(300), nullable=False, unique=True),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("journal_of", sa.Integer, sa.ForeignKey("queues.id", ondelete="CASCADE"), nullable=True),
+    sa.Column("label", sa.String(124), nullable=False),
+    sa.Column("transactional", sa.Boolean, nullable=False),
+    sa.Column("quota_kb", sa.BigInteger, nullable=False),
+    sa.Column("journal", sa.Boolean, nullable=False),
+    sa.Column("journal_quota_kb", sa.BigInteger, nullable=False),
+    sa.Column("base_priority", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("modified_at", sa.BigInteger, nullable=False),
+    sa.Column("message_count", sa.BigInteger, nullable=False),
+    sa.Column("byte_count", sa.BigInteger, nullable=False),
+)
+
+messages = sa.Table(
+    "messages",
+    metadata,
+    sa.Column("lookup_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("queue_id", sa.Integer, sa.ForeignKey("queues.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("state", sa.SmallInteger, nullable=False),
+    sa.Column("transaction_id", sa.String(64), nullable=True),
+    sa.Column("txn_op", sa.SmallInteger, nullable=True),
+    sa.Column("lock_tag", sa.String(64), nullable=True),
+    sa.Column("lock_expires_at", sa.BigInteger, nullable=True),
+    sa.Column("purge_pending", sa.Boolean, nullable=False),
+    sa.Column("message_id", sa.String(100), nullable=False),
+    sa.Column("correlation_id", sa.LargeBinary(20), nullable=True),
+    sa.Column("label", sa.String(250), nullable=False),
+    sa.Column("body", sa.LargeBinary, nullable=False),
+    sa.Column("body_size", sa.BigInteger, nullable=False),
+    sa.Column("body_type", sa.Integer, nullable=False),
+    sa.Column("priority", sa.SmallInteger, nullable=False),
+    sa.Column("message_class", sa.Integer, nullable=False),
+    sa.Column("app_specific", sa.BigInteger, nullable=False),
+    sa.Column("extension", sa.LargeBinary, nullable=False),
+    sa.Column("response_queue", sa.Text, nullable=True),
+    sa.Column("admin_queue", sa.Text, nullable=True),
+    sa.Column("acknowledge", sa.SmallInteger, nullable=False),
+    sa.Column("journal", sa.SmallInteger, nullable=False),
+    sa.Column("delivery", sa.SmallInteger, nullable=False),
+    sa.Column("ttbr_seconds", sa.BigInteger, nullable=False),
+    sa.Column("ttrq_seconds", sa.BigInteger, nullable=False),
+    sa.Column("sent_time", sa.BigInteger, nullable=False),
+    sa.Column("arrived_time", sa.BigInteger, nullable=False),
+    sa.Column("source_machine", sa.String(36), nullable=False),
+    sa.Column("ttbr_deadline", sa.BigInteger, nullable=True),
+    sa.Column("ttrq_deadline", sa.BigInteger, nullable=True),
+    sa.Column("first_in_xact", sa.Boolean, nullable=False),
+    sa.Column("last_in_xact", sa.Boolean, nullable=False),
+    sa.Column("abort_count", sa.Integer, nullable=False),
+    sa.Column("destination_queue", sa.Text, nullable=True),
+    # Queue order is (queue, priority DESC, arrival); the lookup ID's high byte is
+    # 7 - priority, so (queue, state, lookup_id) serves that order exactly.
+    sa.Index("ix_messages_receive_order", "queue_id", "state", "lookup_id"),
+    sa.Index("ix_messages_ttbr_deadline", "ttbr_deadline"),
+    sa.Index("ix_messages_message_id", "message_id"),
+    sa.Index("ix_messages_correlation_id", "correlation_id"),
+    sa.Index("ix_messages_transaction_id", "transaction_id"),
+    sa.Index("ix_messages_lock_expires_at", "lock_expires_at"),
+)
+
+transactions = sa.Table(
+    "transactions",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("expires_at", sa.BigInteger, nullable=False),
+    sa.Index("ix_transactions_expires_at", "expires_at"),
+)
+
+cursors = sa.Table(
+    "cursors",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("queue_id", sa.Integer, sa.ForeignKey("queues.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("place", sa.SmallInteger, nullable=False),
+    sa.Column("position", sa.BigInteger, nullable=False),
+    sa.Column("expires_at", sa.BigInteger, nullable=False),
+    sa.Index("ix_cursors_expires_at", "expires_at"),
+)
