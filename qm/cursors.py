@@ -61,6 +61,7 @@ class CursorService:
         """Receive the message under the cursor, then move the cursor to the next one."""
         cursor, queue = await self._open_cursor(cursor_id)
         claim = await self._qm._claim_for(queue, transaction)
+        message: Message | None
         if cursor.place is CursorPlace.ON_MESSAGE:
             message = await self._take_current(cursor, queue, claim)
         else:

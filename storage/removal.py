@@ -35,7 +35,7 @@ class Removal:
         self._store = store
         self._connection = connection
 
-    async def removed(self, gone: Sequence[Mapping[str, Any]], journal: bool = True) -> None:
+    async def removed(self, gone: Sequence[Mapping[Any, Any]], journal: bool = True) -> None:
         """Subtract from the totals; received messages go on to their queue's journal."""
         if not gone:
             return
@@ -43,7 +43,7 @@ class Removal:
         if journal:
             await self._journal(gone)
 
-    async def _journal(self, gone: Sequence[Mapping[str, Any]]) -> None:
+    async def _journal(self, gone: Sequence[Mapping[Any, Any]]) -> None:
         targets = await self._journal_targets({row["queue_id"] for row in gone})
         copies = []
         for row in gone:
@@ -80,7 +80,7 @@ class Removal:
         await self.add_to_totals(self._connection, copies, sign=1)
 
     @staticmethod
-    async def add_to_totals(connection: AsyncConnection, changed: Iterable[Mapping[str, Any]], sign: int) -> None:
+    async def add_to_totals(connection: AsyncConnection, changed: Iterable[Mapping[Any, Any]], sign: int) -> None:
         counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])
         for row in changed:
             counts[row["queue_id"]][0] += 1

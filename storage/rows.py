@@ -21,7 +21,8 @@ from qm.store import CursorPlace, CursorRecord, TransactionRecord
 from storage import tables
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-Row = Mapping[str, Any]
+Row = Mapping[Any, Any]
+"""A result row as a mapping (SQLAlchemy's RowMapping is keyed by names and columns)."""
 
 
 def to_us(moment: datetime) -> int:

@@ -155,7 +155,7 @@ class SqlStore:
         journal_path = QueuePath(path.kind, path.name, journal=True)
         journal_settings = QueueSettings(quota_kb=settings.journal_quota_kb)
         values = rows.queue_values(journal_path, journal_settings, now) | {"journal_of": queue_id}
-        return (await connection.execute(sa.insert(queues).values(values).returning(q.id))).scalar_one()
+        return int((await connection.execute(sa.insert(queues).values(values).returning(q.id))).scalar_one())
 
     async def find_queue(self, path: QueuePath) -> Queue | None:
         return await self._one_queue(q.path_key == path.key)
@@ -282,13 +282,12 @@ class SqlStore:
         return sorted((await connection.execute(series)).scalars().all())
 
     async def counter_high_water(self) -> int:
+        statement: sa.Executable
+        if self._sqlite:
+            statement = sa.select(queue_manager.c.counter)
+        else:
+            statement = sa.text("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM message_counter")
         async with self.engine.connect() as connection:
-            if self._sqlite:
-                statement = sa.select(queue_manager.c.counter)
-            else:
-                statement = sa.text(
-                    "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM message_counter"
-                )
             return int((await connection.execute(statement)).scalar_one())
 
     async def _lock_queues(self, connection: AsyncConnection, queue_ids: Sequence[int]) -> dict[int, tuple[int, int]]:

@@ -1,0 +1,186 @@
+"""`msmq-gateway`: serve, migrate, and queue/message commands that work on the store directly."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from app.schemas import MessageIn, MessageOut, QueueCreate, QueueOut
+from app.settings import Settings
+from qm.clock import SystemClock
+from qm.errors import MqError
+from qm.manager import QueueManager
+from qm.reading import QueueReader
+from storage.engine import make_engine
+from storage.migrate import upgrade
+from storage.store import SqlStore
+from storage.wakeups import LocalWakeUps
+
+Command = Callable[[QueueManager, QueueReader, argparse.Namespace], Awaitable[Any]]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = _parser().parse_args(argv)
+    settings = Settings()
+    try:
+        return int(arguments.handler(settings, arguments) or 0)
+    except MqError as error:
+        print(
+            json.dumps(
+                {"mq_error": error.code.name, "mq_error_code": error.code.hex, "detail": error.detail}
+            ),
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.main import create_app
+
+    if not arguments.no_migrate:
+        upgrade(settings.database_url)
+    host = arguments.host or settings.host
+    port = arguments.port or settings.port
+    uvicorn.run(create_app(settings), host=host, port=port, workers=1, log_level=arguments.log_level)
+    return 0
+
+
+def _migrate(settings: Settings, _arguments: argparse.Namespace) -> int:
+    upgrade(settings.database_url)
+    print(f"migrated {settings.database_url}")
+    return 0
+
+
+def _on_store(command: Command) -> Callable[[Settings, argparse.Namespace], int]:
+    """Run one queue-manager command against the configured store, printing JSON."""
+
+    def run(settings: Settings, arguments: argparse.Namespace) -> int:
+        upgrade(settings.database_url)
+        result = asyncio.run(_with_manager(settings, arguments, command))
+        if result is not None:
+            print(json.dumps(result, indent=2, default=str))
+        return 0 if result is not None or not getattr(arguments, "expect_message", False) else 1
+
+    return run
+
+
+async def _with_manager(settings: Settings, arguments: argparse.Namespace, command: Command) -> Any:
+    store = SqlStore(make_engine(settings.database_url))
+    try:
+        manager = QueueManager(
+            store, LocalWakeUps(settings.wake_poll_interval_s), SystemClock(), settings.manager_config()
+        )
+        await manager.start()
+        return await command(manager, QueueReader(manager), arguments)
+    finally:
+        await store.close()
+
+
+async def _queue_create(manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace) -> Any:
+    body = QueueCreate(
+        path=arguments.path,
+        label=arguments.label,
+        transactional=arguments.transactional,
+        journal=arguments.journal,
+    )
+    return QueueOut.of(await manager.create_queue(body.path, body.settings())).model_dump(mode="json")
+
+
+async def _queue_list(manager: QueueManager, _reader: QueueReader, _arguments: argparse.Namespace) -> Any:
+    return [QueueOut.of(queue).model_dump(mode="json") for queue in await manager.list_queues()]
+
+
+async def _queue_show(manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace) -> Any:
+    return QueueOut.of(await manager.get_queue(arguments.path)).model_dump(mode="json")
+
+
+async def _queue_delete(manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace) -> Any:
+    return {"deleted": arguments.path, "messages_dropped": await manager.delete_queue(arguments.path)}
+
+
+async def _queue_purge(manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace) -> Any:
+    return {"purged": await manager.purge_queue(arguments.path)}
+
+
+async def _send(manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace) -> Any:
+    body = sys.stdin.buffer.read() if arguments.body == "-" else arguments.body.encode()
+    properties = MessageIn(label=arguments.label, priority=arguments.priority).properties()
+    properties = dataclasses.replace(properties, body=body)
+    message = await manager.send(arguments.path, properties, arguments.transaction)
+    return {"lookup_id": str(message.lookup_id), "message_id": message.message_id}
+
+
+async def _receive(manager: QueueManager, reader: QueueReader, arguments: argparse.Namespace) -> Any:
+    message = await reader.receive(arguments.path, arguments.timeout_ms)
+    return None if message is None else MessageOut.of(message, arguments.path).model_dump(mode="json")
+
+
+async def _peek(manager: QueueManager, reader: QueueReader, arguments: argparse.Namespace) -> Any:
+    message = await reader.peek(arguments.path, arguments.timeout_ms)
+    return None if message is None else MessageOut.of(message, arguments.path).model_dump(mode="json")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="msmq-gateway",
+        description="MSMQ-compatible queue gateway. Settings come from MSMQGW_* environment variables.",
+    )
+    commands = parser.add_subparsers(required=True, metavar="command")
+    serve = commands.add_parser("serve", help="migrate the database and serve the HTTP API")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--no-migrate", action="store_true", help="do not run migrations first")
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(handler=_serve)
+    commands.add_parser("migrate", help="create or upgrade the database schema").set_defaults(
+        handler=_migrate
+    )
+    _queue_commands(
+        commands.add_parser("queue", help="manage queues").add_subparsers(required=True, metavar="action")
+    )
+    _message_commands(commands)
+    return parser
+
+
+def _queue_commands(actions: Any) -> None:
+    create = actions.add_parser("create", help="create a queue")
+    create.add_argument("path")
+    create.add_argument("--label", default="")
+    create.add_argument("--transactional", action="store_true")
+    create.add_argument("--journal", action="store_true")
+    create.set_defaults(handler=_on_store(_queue_create))
+    actions.add_parser("list", help="list queues").set_defaults(handler=_on_store(_queue_list))
+    for name, command, text in (
+        ("show", _queue_show, "show a queue"),
+        ("delete", _queue_delete, "delete a queue and its messages"),
+        ("purge", _queue_purge, "remove every available message"),
+    ):
+        action = actions.add_parser(name, help=text)
+        action.add_argument("path")
+        action.set_defaults(handler=_on_store(command))
+
+
+def _message_commands(commands: Any) -> None:
+    send = commands.add_parser("send", help="send a message ('-' reads the body from stdin)")
+    send.add_argument("path")
+    send.add_argument("body")
+    send.add_argument("--label", default="")
+    send.add_argument("--priority", type=int, default=3)
+    send.add_argument("--transaction", help="'single' for a transactional queue")
+    send.set_defaults(handler=_on_store(_send))
+    for name, command in (("receive", _receive), ("peek", _peek)):
+        action = commands.add_parser(name, help=f"{name} the first message; exit 1 if none")
+        action.add_argument("path")
+        action.add_argument("--timeout-ms", type=int, default=0)
+        action.set_defaults(handler=_on_store(command), expect_message=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The objects a request needs, built once per application in the lifespan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Query, Request
+
+from app.settings import Settings
+from qm.cursors import CursorService
+from qm.errors import MqError, MqErrorCode
+from qm.manager import QueueManager
+from qm.reading import QueueReader
+
+
+@dataclass(frozen=True)
+class Gateway:
+    settings: Settings
+    manager: QueueManager
+    reader: QueueReader
+    cursors: CursorService
+
+
+def _gateway(request: Request) -> Gateway:
+    gateway: Gateway = request.app.state.gateway
+    return gateway
+
+
+GatewayDep = Annotated[Gateway, Depends(_gateway)]
+
+TimeoutMs = Annotated[
+    int,
+    Query(
+        ge=0,
+        description="How long to wait for a message, in ms; 0 = do not wait. Capped by the server "
+        "setting MSMQGW_MAX_WAIT_MS (default 60000).",
+    ),
+]
+TransactionParam = Annotated[
+    str | None,
+    Query(
+        description="Transaction ID from POST /api/transactions, or `single` for a one-message transaction"
+    ),
+]
+
+
+def check_wait(gateway: Gateway, timeout_ms: int) -> int:
+    if timeout_ms > gateway.settings.max_wait_ms:
+        raise MqError(
+            MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+            f"timeout_ms is {timeout_ms}; one wait lasts at most {gateway.settings.max_wait_ms} ms here "
+            "(MSMQGW_MAX_WAIT_MS): wait again after a 204",
+        )
+    return timeout_ms
+
+
+def parse_lookup_id(text: str) -> int:
+    if not text.isdigit() or int(text) >= 1 << 64:
+        raise MqError(
+            MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+            f"{text!r} is not a lookup ID (an unsigned 64-bit decimal number)",
+        )
+    return int(text)

@@ -1,0 +1,158 @@
+"""Request bodies with a size cap, and messages as JSON or as raw bodies with X-Msmq-* headers."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from datetime import datetime
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote, unquote
+
+from fastapi import Request, Response
+from pydantic import ValidationError
+
+from app.errors import HttpMqError
+from app.schemas import MessageIn, MessageOut
+from qm.errors import MqError, MqErrorCode
+from qm.model import Message, MessageProperties
+
+OCTET_STREAM = "application/octet-stream"
+HEADER_PREFIX = "X-Msmq-"
+_JSON_OVERHEAD = 64 * 1024
+
+
+def body_limit(max_body_bytes: int, content_type: str) -> int:
+    """JSON carries the body as text or base64, so it may be larger than the body itself."""
+    return max_body_bytes * 2 + _JSON_OVERHEAD if is_json(content_type) else max_body_bytes
+
+
+def is_json(content_type: str) -> bool:
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return media_type == "application/json" or media_type.endswith("+json")
+
+
+async def read_capped(request: Request, limit: int) -> bytes:
+    """Read the request body, refusing it from Content-Length before reading when too large."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, "Content-Length is not a number")
+        if int(declared) > limit:
+            raise _too_large(int(declared), limit)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(size, limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(size: int, limit: int) -> HttpMqError:
+    return HttpMqError(
+        MqErrorCode.MQ_ERROR_INSUFFICIENT_RESOURCES,
+        f"the request body has {size} bytes or more; at most {limit} are accepted",
+        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+    )
+
+
+async def message_from_request(request: Request, max_body_bytes: int) -> MessageProperties:
+    """A JSON message (`MessageIn`), or a raw body with properties in X-Msmq-* headers."""
+    content_type = request.headers.get("content-type", OCTET_STREAM)
+    payload = await read_capped(request, body_limit(max_body_bytes, content_type))
+    if is_json(content_type):
+        return _json_message(payload)
+    return _raw_message(payload, request)
+
+
+def _json_message(payload: bytes) -> MessageProperties:
+    try:
+        document = json.loads(payload)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise MqError(
+            MqErrorCode.MQ_ERROR_INVALID_PARAMETER, f"the body is not valid JSON: {error}"
+        ) from None
+    try:
+        return MessageIn.model_validate(document).properties()
+    except ValidationError as error:
+        raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, _validation_text(error)) from None
+
+
+def _validation_text(error: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(part) for part in item['loc']) or 'body'}: {item['msg']}" for item in error.errors()
+    )
+
+
+# Sendable properties in X-Msmq-* headers: MessageIn field -> how to read the header text.
+SEND_HEADERS: dict[str, Callable[[str], Any]] = {
+    "label": unquote,
+    "priority": int,
+    "body_type": int,
+    "message_class": int,
+    "correlation_id": str,
+    "app_specific": int,
+    "extension_base64": str,
+    "response_queue": unquote,
+    "admin_queue": unquote,
+    "acknowledge": int,
+    "journal": int,
+    "delivery": str.lower,
+    "time_to_be_received": int,
+    "time_to_reach_queue": int,
+}
+
+
+def header_name(field: str) -> str:
+    return HEADER_PREFIX + "-".join(part.capitalize() for part in field.removesuffix("_base64").split("_"))
+
+
+def _raw_message(payload: bytes, request: Request) -> MessageProperties:
+    fields: dict[str, Any] = {"body_base64": base64.b64encode(payload).decode()}
+    for field, parse in SEND_HEADERS.items():
+        text = request.headers.get(header_name(field))
+        if text is None:
+            continue
+        try:
+            fields[field] = parse(text.strip())
+        except ValueError:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_INVALID_PARAMETER, f"header {header_name(field)}: {text!r} is not valid"
+            ) from None
+    try:
+        return MessageIn.model_validate(fields).properties()
+    except ValidationError as error:
+        raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, _validation_text(error)) from None
+
+
+def wants_raw(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return OCTET_STREAM in accept and "application/json" not in accept
+
+
+def message_response(
+    request: Request,
+    message: Message,
+    queue: str,
+    lock_tag: str | None = None,
+    lock_expires_at: datetime | None = None,
+) -> Response:
+    """200 with the message as JSON, or raw with `Accept: application/octet-stream`."""
+    out = MessageOut.of(message, queue, lock_expires_at)
+    out.lock_tag = lock_tag
+    if not wants_raw(request):
+        return Response(out.model_dump_json(), media_type="application/json")
+    headers = {
+        header_name(name): _header_text(value)
+        for name, value in out.model_dump(mode="json", exclude={"body", "body_base64"}).items()
+        if value is not None
+    }
+    return Response(message.properties.body, media_type=OCTET_STREAM, headers=headers)
+
+
+def _header_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return quote(str(value), safe="{}\\$/:=;@+-_.,")

@@ -1,0 +1,70 @@
+"""The composition root: create_app(settings) builds everything in its lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+
+from app import errors
+from app.gateway import Gateway
+from app.housekeeping import run_housekeeping
+from app.routes import cursors, lookup, messages, queue_manager, queues, transactions
+from app.settings import Settings
+from qm.clock import Clock, SystemClock
+from qm.cursors import CursorService
+from qm.manager import QueueManager
+from qm.reading import QueueReader
+from storage.engine import make_engine
+from storage.store import SqlStore
+from storage.wakeups import LocalWakeUps
+
+DESCRIPTION = """\
+MSMQ's queue manager over HTTP: queues, priority-ordered messages with 64-bit lookup IDs,
+receive and peek with waits, cursors, lookup-ID navigation, transactions and two-phase
+reads. Errors are `application/problem+json` carrying the MQ_ERROR name and hex code.
+Lookup IDs are decimal strings. Queue paths appear in URLs as `private$/name` or `name`.
+"""
+
+
+def create_app(settings: Settings | None = None, clock: Clock | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = SqlStore(make_engine(settings.database_url))
+        manager = QueueManager(
+            store,
+            LocalWakeUps(settings.wake_poll_interval_s),
+            clock or SystemClock(),
+            settings.manager_config(),
+        )
+        await manager.start()
+        app.state.gateway = Gateway(settings, manager, QueueReader(manager), CursorService(manager))
+        housekeeping = asyncio.create_task(run_housekeeping(manager, settings.housekeeping_interval_s))
+        try:
+            yield
+        finally:
+            housekeeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await housekeeping
+            await store.close()
+
+    app = FastAPI(title="msmq-gateway", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    errors.install(app)
+    for router in (
+        queue_manager.router,
+        transactions.router,
+        cursors.router,
+        messages.router,
+        lookup.router,
+        queues.router,
+    ):
+        app.include_router(router)
+    tail = APIRouter()
+    queues.register_item_routes(tail)
+    app.include_router(tail)
+    return app

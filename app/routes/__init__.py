@@ -1,0 +1,1 @@
+"""One module per resource; each route decodes, calls the queue manager once, encodes."""

@@ -1,0 +1,71 @@
+"""/api/cursors: forward-only positions in a queue (MQCreateCursor and its actions)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response, status
+
+from app.docs import MESSAGE_RESPONSES
+from app.gateway import GatewayDep, TimeoutMs, TransactionParam, check_wait
+from app.http import message_response
+from app.schemas import CursorCreate, CursorOut
+from qm.model import Message
+
+router = APIRouter(prefix="/api/cursors", tags=["cursors"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, summary="Open an unpositioned cursor on a queue")
+async def open_cursor(body: CursorCreate, gateway: GatewayDep) -> CursorOut:
+    return CursorOut.of(await gateway.cursors.open(body.queue))
+
+
+@router.get("/{cursor_id}", summary="Show where a cursor rests")
+async def get_cursor(cursor_id: str, gateway: GatewayDep) -> CursorOut:
+    return CursorOut.of(await gateway.cursors.get(cursor_id))
+
+
+@router.delete("/{cursor_id}", status_code=204, summary="Close a cursor")
+async def close_cursor(cursor_id: str, gateway: GatewayDep) -> None:
+    await gateway.cursors.close(cursor_id)
+
+
+@router.get(
+    "/{cursor_id}/current",
+    summary="Peek current (positions an unpositioned cursor)",
+    responses=MESSAGE_RESPONSES,
+)
+async def peek_current(
+    cursor_id: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0
+) -> Response:
+    message = await gateway.cursors.peek_current(cursor_id, check_wait(gateway, timeout_ms))
+    return await _respond(request, gateway, message)
+
+
+@router.get("/{cursor_id}/next", summary="Peek next: move forward and peek", responses=MESSAGE_RESPONSES)
+async def peek_next(
+    cursor_id: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0
+) -> Response:
+    message = await gateway.cursors.peek_next(cursor_id, check_wait(gateway, timeout_ms))
+    return await _respond(request, gateway, message)
+
+
+@router.post(
+    "/{cursor_id}/receive",
+    summary="Receive current, then move to the next message",
+    responses=MESSAGE_RESPONSES,
+)
+async def receive_current(
+    cursor_id: str,
+    request: Request,
+    gateway: GatewayDep,
+    timeout_ms: TimeoutMs = 0,
+    transaction: TransactionParam = None,
+) -> Response:
+    message = await gateway.cursors.receive_current(cursor_id, check_wait(gateway, timeout_ms), transaction)
+    return await _respond(request, gateway, message)
+
+
+async def _respond(request: Request, gateway: GatewayDep, message: Message | None) -> Response:
+    if message is None:
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    queue = await gateway.manager.store.get_queue(message.queue_id)
+    return message_response(request, message, queue.path.url_path if queue else "")

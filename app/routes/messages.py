@@ -1,0 +1,116 @@
+"""Send, browse, receive and peek on /api/queues/{path}, and the two-phase read's locks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response, status
+
+from app.docs import MESSAGE_RESPONSES, SEND_BODY
+from app.gateway import GatewayDep, TimeoutMs, TransactionParam, check_wait, parse_lookup_id
+from app.http import message_from_request, message_response
+from app.schemas import MessageOut, MessagePage, SentOut
+from qm.errors import MqError, MqErrorCode
+
+router = APIRouter(tags=["messages"])
+
+
+@router.post(
+    "/api/queues/{path:path}/messages",
+    status_code=status.HTTP_201_CREATED,
+    summary="Send a message",
+    description="JSON (`MessageIn`) or any other content type as the raw body with properties in "
+    "`X-Msmq-*` headers. A 201 means the message is on stable storage.",
+    openapi_extra=SEND_BODY,
+)
+async def send(
+    path: str, request: Request, gateway: GatewayDep, transaction: TransactionParam = None
+) -> SentOut:
+    properties = await message_from_request(request, gateway.settings.max_body_bytes)
+    message = await gateway.manager.send(path, properties, transaction)
+    return SentOut(
+        lookup_id=str(message.lookup_id),
+        message_id=message.message_id,
+        queue=path,
+        priority=message.properties.priority,
+        transaction=transaction,
+    )
+
+
+@router.get("/api/queues/{path:path}/messages", summary="List available messages in queue order")
+async def browse(
+    path: str,
+    gateway: GatewayDep,
+    after: Annotated[str, Query(description="Lookup ID to continue after (keyset pagination)")] = "0",
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> MessagePage:
+    found = await gateway.reader.browse(path, parse_lookup_id(after), limit)
+    page = [MessageOut.of(message, path) for message in found]
+    return MessagePage(messages=page, next_after=page[-1].lookup_id if len(page) == limit else None)
+
+
+@router.post(
+    "/api/queues/{path:path}/receive",
+    summary="Receive the first message (waits up to timeout_ms)",
+    description="Removes the first available message. With `two_phase=true` the message is locked "
+    "instead and returned with a `lock_tag`: commit or abort it under /api/locks.",
+    responses=MESSAGE_RESPONSES,
+)
+async def receive(
+    path: str,
+    request: Request,
+    gateway: GatewayDep,
+    timeout_ms: TimeoutMs = 0,
+    transaction: TransactionParam = None,
+    two_phase: Annotated[bool, Query(description="Lock instead of removing (Dequeue Begin)")] = False,
+    lock_timeout_ms: Annotated[int | None, Query(ge=1, description="Two-phase lock lifetime")] = None,
+) -> Response:
+    wait = check_wait(gateway, timeout_ms)
+    if two_phase:
+        return await _receive_locked(path, request, gateway, wait, transaction, lock_timeout_ms)
+    message = await gateway.reader.receive(path, wait, transaction)
+    if message is None:
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    return message_response(request, message, path)
+
+
+async def _receive_locked(
+    path: str, request: Request, gateway: GatewayDep, wait: int, transaction: str | None, lock_ms: int | None
+) -> Response:
+    if transaction is not None:
+        raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, "a two-phase read does not take a transaction")
+    lock_seconds = None if lock_ms is None else lock_ms / 1000
+    locked = await gateway.reader.receive_locked(path, wait, lock_seconds)
+    if locked is None:
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    message, tag = locked
+    seconds = lock_seconds or gateway.settings.default_lock_timeout_s
+    expires = gateway.manager.clock.now() + timedelta(seconds=seconds)
+    return message_response(request, message, path, tag, expires)
+
+
+@router.get(
+    "/api/queues/{path:path}/peek",
+    summary="Peek at the first message (waits up to timeout_ms)",
+    responses=MESSAGE_RESPONSES,
+)
+async def peek(path: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0) -> Response:
+    message = await gateway.reader.peek(path, check_wait(gateway, timeout_ms))
+    if message is None:
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    return message_response(request, message, path)
+
+
+@router.post(
+    "/api/locks/{tag}/commit", status_code=204, tags=["locks"], summary="End a two-phase read: remove"
+)
+async def commit_lock(tag: str, gateway: GatewayDep) -> None:
+    await gateway.reader.end_lock(tag, commit=True)
+
+
+@router.post(
+    "/api/locks/{tag}/abort", status_code=204, tags=["locks"], summary="End a two-phase read: put back"
+)
+async def abort_lock(tag: str, gateway: GatewayDep) -> None:
+    await gateway.reader.end_lock(tag, commit=False)

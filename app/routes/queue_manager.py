@@ -1,0 +1,26 @@
+"""/api/queue-manager: identity, machine quota, throttling; /healthz."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.gateway import GatewayDep
+from app.schemas import QueueManagerOut, QueueManagerUpdate
+
+router = APIRouter(tags=["queue manager"])
+
+
+@router.get("/api/queue-manager", summary="Identity and machine-wide totals")
+async def show(gateway: GatewayDep) -> QueueManagerOut:
+    return QueueManagerOut.of(await gateway.manager.info())
+
+
+@router.patch("/api/queue-manager", summary="Set the machine quota or the throttled switch")
+async def update(body: QueueManagerUpdate, gateway: GatewayDep) -> QueueManagerOut:
+    return QueueManagerOut.of(await gateway.manager.configure(body.quota_kb, body.throttled))
+
+
+@router.get("/healthz", summary="The service answers and its store is reachable")
+async def health(gateway: GatewayDep) -> dict[str, str]:
+    info = await gateway.manager.info()
+    return {"status": "ok", "queue_manager": str(info.guid)}

@@ -1,0 +1,333 @@
+"""JSON shapes of the REST API. Lookup IDs are decimal strings (they exceed 2**53)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from qm.model import (
+    DEFAULT_PRIORITY,
+    INFINITE,
+    MAX_LABEL_LENGTH,
+    Delivery,
+    Message,
+    MessageClass,
+    MessageProperties,
+    Queue,
+    QueueChanges,
+    QueueManagerInfo,
+    QueueSettings,
+)
+from qm.store import CursorRecord, TransactionRecord
+
+Uint32 = Annotated[int, Field(ge=0, le=INFINITE)]
+DeliveryName = Literal["express", "recoverable"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QueueCreate(Strict):
+    path: str = Field(description="`private$/name`, `private$\\name` or a public `name`")
+    label: str = Field("", max_length=124)
+    transactional: bool = False
+    quota_kb: Uint32 = Field(INFINITE, description=f"Kilobytes; {INFINITE} = unlimited")
+    journal: bool = Field(False, description="Copy every received message to the queue's journal")
+    journal_quota_kb: Uint32 = INFINITE
+    base_priority: int = Field(0, ge=-32768, le=32767)
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"path": "private$/orders", "label": "Orders", "journal": True}]},
+    )
+
+    def settings(self) -> QueueSettings:
+        return QueueSettings(
+            label=self.label,
+            transactional=self.transactional,
+            quota_kb=self.quota_kb,
+            journal=self.journal,
+            journal_quota_kb=self.journal_quota_kb,
+            base_priority=self.base_priority,
+        )
+
+
+class QueueUpdate(Strict):
+    label: str | None = Field(None, max_length=124)
+    quota_kb: Uint32 | None = None
+    journal: bool | None = None
+    journal_quota_kb: Uint32 | None = None
+    base_priority: int | None = Field(None, ge=-32768, le=32767)
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"quota_kb": 10240}]})
+
+    def changes(self) -> QueueChanges:
+        return QueueChanges(**self.model_dump())
+
+
+class QueueOut(BaseModel):
+    path: str = Field(description="The form used in URLs, e.g. `private$/orders`")
+    pathname: str = Field(description="MSMQ's path name, e.g. `private$\\orders`")
+    kind: Literal["public", "private", "system"]
+    is_journal: bool
+    label: str
+    transactional: bool
+    quota_kb: int
+    journal: bool
+    journal_quota_kb: int
+    base_priority: int
+    created_at: datetime
+    modified_at: datetime
+    message_count: int
+    byte_count: int
+
+    @classmethod
+    def of(cls, queue: Queue) -> QueueOut:
+        settings = queue.settings
+        return cls(
+            path=queue.path.url_path,
+            pathname=queue.path.pathname,
+            kind=queue.path.kind.value,
+            is_journal=queue.path.journal,
+            label=settings.label,
+            transactional=settings.transactional,
+            quota_kb=settings.quota_kb,
+            journal=settings.journal,
+            journal_quota_kb=settings.journal_quota_kb,
+            base_priority=settings.base_priority,
+            created_at=queue.created_at,
+            modified_at=queue.modified_at,
+            message_count=queue.message_count,
+            byte_count=queue.byte_count,
+        )
+
+
+class MessageIn(Strict):
+    """A message to send. Give the body as `body` (text, sent as UTF-8) or `body_base64`."""
+
+    body: str | None = None
+    body_base64: str | None = None
+    label: str = Field("", description=f"At most {MAX_LABEL_LENGTH} characters")
+    priority: int = Field(DEFAULT_PRIORITY, description="0 (lowest) to 7; transactional sends get 0")
+    body_type: int = Field(0, description="VARTYPE of the body, 0-65535 (reference §5.7)")
+    message_class: int = Field(MessageClass.NORMAL, description="0-65535")
+    correlation_id: str | None = Field(None, description="20 bytes, base64")
+    app_specific: int = Field(0, description="Unsigned 32-bit")
+    extension_base64: str | None = None
+    response_queue: str | None = Field(None, description="Format name, stored as given")
+    admin_queue: str | None = Field(None, description="Format name, stored as given")
+    acknowledge: int = Field(0, description="MQMSG_ACKNOWLEDGMENT_* flags, 0-15")
+    journal: int = Field(0, description="1 = MQMSG_DEADLETTER, 2 = MQMSG_JOURNAL")
+    delivery: DeliveryName = "recoverable"
+    time_to_be_received: int = Field(INFINITE, description=f"Seconds; {INFINITE} = INFINITE")
+    time_to_reach_queue: int = Field(INFINITE, description=f"Seconds; {INFINITE} = INFINITE")
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"body": "order 1", "label": "new order", "priority": 5}]},
+    )
+
+    @field_validator("body_base64", "correlation_id", "extension_base64")
+    @classmethod
+    def _base64(cls, value: str | None) -> str | None:
+        if value is not None:
+            decode_base64(value)
+        return value
+
+    @model_validator(mode="after")
+    def _one_body(self) -> MessageIn:
+        if self.body is not None and self.body_base64 is not None:
+            raise ValueError("give either body or body_base64, not both")
+        return self
+
+    def properties(self) -> MessageProperties:
+        body = decode_base64(self.body_base64) if self.body_base64 is not None else (self.body or "").encode()
+        return MessageProperties(
+            body=body,
+            label=self.label,
+            body_type=self.body_type,
+            priority=self.priority,
+            message_class=self.message_class,
+            correlation_id=None if self.correlation_id is None else decode_base64(self.correlation_id),
+            app_specific=self.app_specific,
+            extension=decode_base64(self.extension_base64) if self.extension_base64 else b"",
+            response_queue=self.response_queue,
+            admin_queue=self.admin_queue,
+            acknowledge=self.acknowledge,
+            journal=self.journal,
+            delivery=Delivery[self.delivery.upper()],
+            time_to_be_received=self.time_to_be_received,
+            time_to_reach_queue=self.time_to_reach_queue,
+        )
+
+
+def decode_base64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise ValueError(f"not valid base64: {error}") from None
+
+
+class MessageOut(BaseModel):
+    lookup_id: str = Field(description="64-bit lookup ID as a decimal string")
+    message_id: str = Field(description="`{GUID}\\sequence`")
+    queue: str
+    label: str
+    body: str | None = Field(description="The body as text when it is valid UTF-8, else null")
+    body_base64: str
+    body_size: int
+    body_type: int
+    priority: int
+    message_class: int
+    message_class_name: str | None
+    correlation_id: str | None = Field(description="base64 of 20 bytes")
+    app_specific: int
+    extension_base64: str
+    response_queue: str | None
+    admin_queue: str | None
+    acknowledge: int
+    journal: int
+    delivery: DeliveryName
+    time_to_be_received: int = Field(description="Seconds left to be received (INFINITE = 4294967295)")
+    time_to_reach_queue: int
+    sent_time: datetime
+    arrived_time: datetime
+    source_machine: str
+    first_in_transaction: bool
+    last_in_transaction: bool
+    abort_count: int
+    destination_queue: str | None = Field(description="For journal copies: the queue it was received from")
+    lock_tag: str | None = Field(None, description="Two-phase read: commit or abort with this tag")
+    lock_expires_at: datetime | None = None
+
+    @classmethod
+    def of(cls, message: Message, queue: str, lock_expires_at: datetime | None = None) -> MessageOut:
+        properties = message.properties
+        return cls(
+            lookup_id=str(message.lookup_id),
+            message_id=message.message_id,
+            queue=queue,
+            label=properties.label,
+            body=_text_or_none(properties.body),
+            body_base64=base64.b64encode(properties.body).decode(),
+            body_size=len(properties.body),
+            body_type=properties.body_type,
+            priority=properties.priority,
+            message_class=properties.message_class,
+            message_class_name=_class_name(properties.message_class),
+            correlation_id=_b64_or_none(properties.correlation_id),
+            app_specific=properties.app_specific,
+            extension_base64=base64.b64encode(properties.extension).decode(),
+            response_queue=properties.response_queue,
+            admin_queue=properties.admin_queue,
+            acknowledge=properties.acknowledge,
+            journal=properties.journal,
+            delivery="recoverable" if properties.delivery is Delivery.RECOVERABLE else "express",
+            time_to_be_received=properties.time_to_be_received,
+            time_to_reach_queue=properties.time_to_reach_queue,
+            sent_time=message.sent_time,
+            arrived_time=message.arrived_time,
+            source_machine=str(message.source_machine),
+            first_in_transaction=message.first_in_transaction,
+            last_in_transaction=message.last_in_transaction,
+            abort_count=message.abort_count,
+            destination_queue=message.destination_queue,
+            lock_tag=None,
+            lock_expires_at=lock_expires_at,
+        )
+
+
+def _text_or_none(body: bytes) -> str | None:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _b64_or_none(value: bytes | None) -> str | None:
+    return None if value is None else base64.b64encode(value).decode()
+
+
+def _class_name(value: int) -> str | None:
+    try:
+        return f"MQMSG_CLASS_{MessageClass(value).name}"
+    except ValueError:
+        return None
+
+
+class MessagePage(BaseModel):
+    messages: list[MessageOut]
+    next_after: str | None = Field(description="Pass as `after` for the next page; null at the end")
+
+
+class SentOut(BaseModel):
+    lookup_id: str
+    message_id: str
+    queue: str
+    priority: int
+    transaction: str | None
+
+
+class TransactionOut(BaseModel):
+    id: str
+    created_at: datetime
+    expires_at: datetime
+
+    @classmethod
+    def of(cls, record: TransactionRecord) -> TransactionOut:
+        return cls(id=record.id, created_at=record.created_at, expires_at=record.expires_at)
+
+
+class CursorCreate(Strict):
+    queue: str = Field(description="Path of the queue to walk")
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"queue": "private$/orders"}]})
+
+
+class CursorOut(BaseModel):
+    id: str
+    queue_id: int
+    state: Literal["unpositioned", "on-message", "after-received"]
+    lookup_id: str | None
+    expires_at: datetime
+
+    @classmethod
+    def of(cls, record: CursorRecord) -> CursorOut:
+        states = {0: "unpositioned", 1: "on-message", 2: "after-received"}
+        return cls(
+            id=record.id,
+            queue_id=record.queue_id,
+            state=states[record.place.value],  # type: ignore[arg-type]
+            lookup_id=None if record.place.value == 0 else str(record.position),
+            expires_at=record.expires_at,
+        )
+
+
+class QueueManagerOut(BaseModel):
+    guid: str
+    quota_kb: int
+    throttled: bool
+    message_count: int
+    byte_count: int
+
+    @classmethod
+    def of(cls, info: QueueManagerInfo) -> QueueManagerOut:
+        return cls(
+            guid=str(info.guid),
+            quota_kb=info.quota_kb,
+            throttled=info.throttled,
+            message_count=info.message_count,
+            byte_count=info.byte_count,
+        )
+
+
+class QueueManagerUpdate(Strict):
+    quota_kb: Uint32 | None = None
+    throttled: bool | None = None
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"throttled": True}]})

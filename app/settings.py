@@ -1,0 +1,47 @@
+"""Service settings: one class, environment prefix MSMQGW_, validated at start-up."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from qm.config import DEFAULT_MAX_BODY_BYTES, ManagerConfig
+from qm.model import INFINITE
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/msmq-gateway.db"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MSMQGW_", extra="forbid")
+
+    database_url: str = Field(
+        DEFAULT_DATABASE_URL,
+        description="SQLAlchemy URL: sqlite+aiosqlite:///path or postgresql+asyncpg://user@host/db",
+    )
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=1, le=65535)
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1, description="Largest message body accepted")
+    max_wait_ms: int = Field(60_000, ge=0, description="Longest single receive/peek wait over HTTP")
+    transaction_timeout_s: float = Field(60.0, gt=0, description="Idle transactions abort after this")
+    cursor_idle_timeout_s: float = Field(300.0, gt=0, description="Idle cursors close after this")
+    default_lock_timeout_s: float = Field(30.0, gt=0, description="Two-phase read lock when none is given")
+    max_lock_timeout_s: float = Field(3600.0, gt=0)
+    initial_quota_kb: int = Field(
+        INFINITE, ge=0, le=INFINITE, description="Machine quota set when the store is first created"
+    )
+    housekeeping_interval_s: float = Field(
+        1.0, gt=0, description="How often expired locks, transactions and cursors are released"
+    )
+    wake_poll_interval_s: float = Field(
+        1.0, gt=0, description="How soon a waiting receive notices a message sent by another process"
+    )
+
+    def manager_config(self) -> ManagerConfig:
+        return ManagerConfig(
+            max_body_bytes=self.max_body_bytes,
+            initial_quota_kb=self.initial_quota_kb,
+            transaction_timeout_s=self.transaction_timeout_s,
+            cursor_idle_timeout_s=self.cursor_idle_timeout_s,
+            default_lock_timeout_s=self.default_lock_timeout_s,
+            max_lock_timeout_s=self.max_lock_timeout_s,
+        )

@@ -1,0 +1,91 @@
+"""Helpers shared by the contract tests: error assertions, queues, and observable wake-ups."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from qm.errors import MqError, MqErrorCode
+from qm.manager import QueueManager
+from qm.model import Message, MessageProperties, QueueSettings
+from qm.wakeups import Watch
+from storage.wakeups import LocalWakeUps
+
+WAIT_LIMIT_S = 10.0
+"""How long a test waits for something that should happen at once; only reached on failure."""
+
+
+@contextmanager
+def mq_error(code: MqErrorCode) -> Iterator[None]:
+    """Expect the block to raise MqError with exactly this code."""
+    with pytest.raises(MqError) as caught:
+        yield
+    assert caught.value.code is code, f"expected {code.name}, got {caught.value}"
+
+
+async def new_queue(manager: QueueManager, path: str, settings: QueueSettings | None = None) -> str:
+    """Create a queue and return its path for the calls that follow."""
+    await manager.create_queue(path, settings or QueueSettings())
+    return path
+
+
+async def send_bodies(
+    manager: QueueManager, path: str, bodies: Iterable[bytes], priority: int = 3
+) -> list[Message]:
+    return [await manager.send(path, MessageProperties(body=body, priority=priority)) for body in bodies]
+
+
+def bodies_of(messages: Iterable[Message | None]) -> list[bytes]:
+    return [message.properties.body for message in messages if message is not None]
+
+
+async def counts(manager: QueueManager, path: str) -> tuple[int, int]:
+    """The queue's (message_count, byte_count) totals."""
+    queue = await manager.get_queue(path)
+    return queue.message_count, queue.byte_count
+
+
+class _CountingWatch:
+    def __init__(self, inner: Watch, owner: WatchedWakeUps) -> None:
+        self._inner = inner
+        self._owner = owner
+
+    async def wait(self, timeout: float) -> None:  # noqa: ASYNC109 - the port's signature
+        self._owner._changed(+1)
+        try:
+            await self._inner.wait(timeout)
+        finally:
+            self._owner._changed(-1)
+
+
+class WatchedWakeUps:
+    """LocalWakeUps that tell a test when a reader is really waiting (no sleeps needed).
+
+    The poll interval is long so that a missing wake-up signal shows up as a test failure
+    instead of being covered by the poll.
+    """
+
+    def __init__(self, poll_interval: float = 60.0) -> None:
+        self._local = LocalWakeUps(poll_interval=poll_interval)
+        self.waiting = 0
+        self._change = asyncio.Event()
+
+    def watch(self, queue_id: int) -> Watch:
+        return _CountingWatch(self._local.watch(queue_id), self)
+
+    def signal(self, queue_ids: Iterable[int]) -> None:
+        self._local.signal(queue_ids)
+
+    def _changed(self, delta: int) -> None:
+        self.waiting += delta
+        self._change.set()
+        self._change = asyncio.Event()
+
+    async def until_waiting(self, count: int = 1) -> None:
+        """Return once at least `count` readers are blocked waiting for a change."""
+        async with asyncio.timeout(WAIT_LIMIT_S):
+            while self.waiting < count:
+                await self._change.wait()

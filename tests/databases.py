@@ -1,0 +1,93 @@
+"""Per-test databases: SQLite files and PostgreSQL databases cloned from a migrated template.
+
+Each test gets a database of its own, created from a template that was migrated once per
+session, and dropped afterwards. PostgreSQL is the real server on 127.0.0.1:5432; when it
+is down the tests that need it are skipped, except under CI=true, where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from storage.migrate import upgrade
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "MSMQGW_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+_TEMPLATE = f"msmqgw_template_{os.getpid()}"
+
+
+def postgres_available() -> bool:
+    try:
+        engine = _admin_engine()
+        with engine.connect():
+            pass
+        engine.dispose()
+        return True
+    except sa.exc.OperationalError:
+        return False
+    except ModuleNotFoundError:
+        return False
+
+
+def _admin_engine() -> sa.Engine:
+    url = sa.engine.make_url(POSTGRES_ADMIN_URL).set(drivername="postgresql+psycopg")
+    return sa.create_engine(url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+
+
+def async_url(database: str) -> str:
+    url = sa.engine.make_url(POSTGRES_ADMIN_URL).set(drivername="postgresql+asyncpg", database=database)
+    return url.render_as_string(hide_password=False)
+
+
+class PostgresDatabases:
+    def __init__(self) -> None:
+        self._engine = _admin_engine()
+        self._execute(f'DROP DATABASE IF EXISTS "{_TEMPLATE}" WITH (FORCE)')
+        self._execute(f'CREATE DATABASE "{_TEMPLATE}"')
+        upgrade(async_url(_TEMPLATE))
+
+    def _execute(self, statement: str) -> None:
+        with self._engine.connect() as connection:
+            connection.exec_driver_sql(statement)
+
+    @contextmanager
+    def database(self) -> Iterator[str]:
+        name = f"msmqgw_test_{uuid.uuid4().hex[:12]}"
+        self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{_TEMPLATE}"')
+        try:
+            yield async_url(name)
+        finally:
+            self._execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def close(self) -> None:
+        self._execute(f'DROP DATABASE IF EXISTS "{_TEMPLATE}" WITH (FORCE)')
+        self._engine.dispose()
+
+
+class SqliteDatabases:
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+        self._template = directory / "template.db"
+        upgrade(sqlite_url(self._template))
+
+    @contextmanager
+    def database(self) -> Iterator[str]:
+        path = self._directory / f"{uuid.uuid4().hex[:12]}.db"
+        shutil.copyfile(self._template, path)
+        try:
+            yield sqlite_url(path)
+        finally:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite+aiosqlite:///{path}"
