@@ -20,7 +20,7 @@ from qm.manager import QueueManager
 from qm.reading import QueueReader
 from storage.engine import make_engine
 from storage.store import SqlStore
-from storage.wakeups import LocalWakeUps
+from storage.wakeups import make_wakeups
 
 DESCRIPTION = """\
 MSMQ's queue manager over HTTP: queues, priority-ordered messages with 64-bit lookup IDs,
@@ -36,12 +36,9 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = SqlStore(make_engine(settings.database_url))
-        manager = QueueManager(
-            store,
-            LocalWakeUps(settings.wake_poll_interval_s),
-            clock or SystemClock(),
-            settings.manager_config(),
-        )
+        wakeups = make_wakeups(settings.database_url, settings.wake_poll_interval_s)
+        await wakeups.start()
+        manager = QueueManager(store, wakeups, clock or SystemClock(), settings.manager_config())
         await manager.start()
         app.state.gateway = Gateway(settings, manager, QueueReader(manager), CursorService(manager))
         housekeeping = asyncio.create_task(run_housekeeping(manager, settings.housekeeping_interval_s))
@@ -51,6 +48,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
             housekeeping.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await housekeeping
+            await wakeups.close()
             await store.close()
 
     app = FastAPI(title="msmq-gateway", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)

@@ -7,8 +7,8 @@ from typing import Protocol
 
 
 class Watch(Protocol):
-    async def wait(self, timeout: float) -> None:
-        """Return when the watched queue changed after this watch began, or at `timeout`."""
+    async def wait(self, within: float) -> None:
+        """Return when the watched queue changed after this watch began, or after `within` s."""
         ...
 
 

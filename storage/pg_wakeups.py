@@ -1,0 +1,96 @@
+"""Wake-ups across processes on PostgreSQL: LISTEN/NOTIFY on one dedicated connection.
+
+Every gateway process listens on one channel. A change is signalled in-process at once
+and published with NOTIFY right after the commit that made it; the other processes wake
+their waiting receives when the notification arrives. Correctness never depends on it:
+receives claim rows with SKIP LOCKED, so a lost notification costs latency, not messages,
+and a slow safety poll covers the time the listening connection is down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+
+import asyncpg
+import sqlalchemy as sa
+
+from qm.wakeups import Watch
+from storage.wakeups import LocalWakeUps
+
+CHANNEL = "msmq_gateway_wakeup"
+_RECONNECT_DELAY_S = 1.0
+log = logging.getLogger(__name__)
+
+
+def asyncpg_dsn(url: str) -> str:
+    return sa.engine.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class PostgresWakeUps:
+    def __init__(self, url: str, safety_poll_interval: float) -> None:
+        self._dsn = asyncpg_dsn(url)
+        self._local = LocalWakeUps(safety_poll_interval)
+        self._pending: set[int] = set()
+        self._wanted = asyncio.Event()
+        self._connection: asyncpg.Connection | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="postgres-wakeups")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._disconnect()
+
+    def watch(self, queue_id: int) -> Watch:
+        return self._local.watch(queue_id)
+
+    def signal(self, queue_ids: Iterable[int]) -> None:
+        changed = set(queue_ids)
+        self._local.signal(changed)
+        self._pending |= changed
+        if changed:
+            self._wanted.set()
+
+    async def _run(self) -> None:
+        """Keep a listening connection, and publish pending signals on it; reconnect on failure."""
+        while True:
+            try:
+                await self._connect()
+                await self._publish_forever()
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+                log.warning("wake-up channel lost (%s); reconnecting", error)
+                await self._disconnect()
+                await asyncio.sleep(_RECONNECT_DELAY_S)
+
+    async def _connect(self) -> None:
+        connection = await asyncpg.connect(self._dsn)
+        await connection.add_listener(CHANNEL, self._on_notification)
+        self._connection = connection
+
+    async def _publish_forever(self) -> None:
+        assert self._connection is not None
+        while True:
+            await self._wanted.wait()
+            self._wanted.clear()
+            batch, self._pending = self._pending, set()
+            payload = ",".join(str(queue_id) for queue_id in sorted(batch))
+            await self._connection.execute("SELECT pg_notify($1, $2)", CHANNEL, payload)
+
+    def _on_notification(self, connection: object, pid: int, _channel: str, payload: str) -> None:
+        own = self._connection
+        if own is not None and pid == own.get_server_pid():
+            return  # our own NOTIFY: already signalled in-process
+        self._local.signal(int(part) for part in payload.split(",") if part.isdigit())
+
+    async def _disconnect(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                await connection.close(timeout=2)
