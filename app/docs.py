@@ -96,3 +96,68 @@ SEND_BODY: dict[str, Any] = {
         },
     }
 }
+
+
+def example(value: Any, description: str = "Success") -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"example": value}}}
+
+
+QUEUE_EXAMPLE: dict[str, Any] = {
+    "path": "private$/orders",
+    "pathname": "private$\\orders",
+    "kind": "private",
+    "is_journal": False,
+    "label": "Orders",
+    "transactional": False,
+    "quota_kb": 4294967295,
+    "journal": True,
+    "journal_quota_kb": 4294967295,
+    "base_priority": 0,
+    "created_at": "2026-11-22T10:00:00Z",
+    "modified_at": "2026-11-22T10:00:00Z",
+    "message_count": 3,
+    "byte_count": 21,
+}
+QUEUE_NOT_FOUND = problem_example("MQ_ERROR_QUEUE_NOT_FOUND", "0xC00E0003", 404, "no queue private$/orders")
+ILLEGAL_PATH = problem_example(
+    "MQ_ERROR_ILLEGAL_QUEUE_PATHNAME",
+    "0xC00E0014",
+    400,
+    "'bad,name': the queue name contains the character ','",
+)
+TRANSACTION_SEQUENCE = problem_example(
+    "MQ_ERROR_TRANSACTION_SEQUENCE",
+    "0xC00E0051",
+    409,
+    "no active transaction '3f…' (unknown, finished, or timed out)",
+)
+INVALID_HANDLE = problem_example(
+    "MQ_ERROR_INVALID_HANDLE", "0xC00E0007", 404, "no open cursor '9c…' (closed or idle too long)"
+)
+TRANSACTION_EXAMPLE = {
+    "id": "3f2b8c1d9e0a4b5c6d7e8f9012345678",
+    "created_at": "2026-11-22T10:00:00Z",
+    "expires_at": "2026-11-22T10:01:00Z",
+}
+CURSOR_EXAMPLE = {
+    "id": "9c1e2f3a4b5c6d7e8f901234",
+    "queue_id": 4,
+    "state": "on-message",
+    "lookup_id": "72057594037927938",
+    "expires_at": "2026-11-22T10:05:00Z",
+}
+QUEUE_MANAGER_EXAMPLE = {
+    "guid": "5b0c7e1a-2f3d-4c8e-9a61-0d4f2b7c8e93",
+    "quota_kb": 4294967295,
+    "throttled": False,
+    "message_count": 3,
+    "byte_count": 21,
+}
+SENT_EXAMPLE = {
+    "lookup_id": "72057594037927938",
+    "message_id": "{5b0c7e1a-2f3d-4c8e-9a61-0d4f2b7c8e93}\\2",
+    "queue": "private$/orders",
+    "priority": 6,
+    "transaction": None,
+}
+NO_CONTENT = {"description": "Done; no body"}

@@ -8,6 +8,7 @@ from http import HTTPStatus
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from qm.errors import MqError, MqErrorCode
 from storage.errors import DATABASE_ERRORS
@@ -75,6 +76,19 @@ def _describe(item: dict[str, object]) -> str:
     return f"{location}: {item.get('msg')}"
 
 
+async def _on_http_error(_request: Request, error: Exception) -> JSONResponse:
+    """Routing errors (no such endpoint 404, wrong method 405) as problem+json too."""
+    assert isinstance(error, HTTPException)
+    status = HTTPStatus(error.status_code)
+    if status in (HTTPStatus.NOT_FOUND, HTTPStatus.METHOD_NOT_ALLOWED):
+        code = MqErrorCode.MQ_ERROR_UNSUPPORTED_OPERATION
+    else:
+        code = MqErrorCode.MQ_ERROR if status >= 500 else MqErrorCode.MQ_ERROR_INVALID_PARAMETER
+    response = problem(MqError(code, str(error.detail)), status)
+    response.headers.update(error.headers or {})
+    return response
+
+
 async def _on_database_error(_request: Request, error: Exception) -> JSONResponse:
     log.exception("database failure", exc_info=error)
     return problem(MqError(MqErrorCode.MQ_ERROR_SERVICE_NOT_AVAILABLE, "the message store is unavailable"))
@@ -83,5 +97,6 @@ async def _on_database_error(_request: Request, error: Exception) -> JSONRespons
 def install(app: FastAPI) -> None:
     app.add_exception_handler(MqError, _on_mq_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(HTTPException, _on_http_error)
     for error_type in DATABASE_ERRORS:
         app.add_exception_handler(error_type, _on_database_error)

@@ -62,9 +62,16 @@ async def message_from_request(request: Request, max_body_bytes: int) -> Message
     """A JSON message (`MessageIn`), or a raw body with properties in X-Msmq-* headers."""
     content_type = request.headers.get("content-type", OCTET_STREAM)
     payload = await read_capped(request, body_limit(max_body_bytes, content_type))
-    if is_json(content_type):
-        return _json_message(payload)
-    return _raw_message(payload, request)
+    if not is_json(content_type):
+        return _raw_message(payload, request)
+    properties = _json_message(payload)
+    if len(properties.body) > max_body_bytes:  # the same 413 as a raw body of that size
+        raise HttpMqError(
+            MqErrorCode.MQ_ERROR_INSUFFICIENT_RESOURCES,
+            f"the message body has {len(properties.body)} bytes; at most {max_body_bytes} are accepted",
+            HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+        )
+    return properties
 
 
 def _json_message(payload: bytes) -> MessageProperties:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response, status
 
-from app.docs import MESSAGE_RESPONSES
+from app.docs import CURSOR_EXAMPLE, INVALID_HANDLE, MESSAGE_RESPONSES, NO_CONTENT, example
 from app.gateway import GatewayDep, TimeoutMs, TransactionParam, check_wait
 from app.http import message_response
 from app.schemas import CursorCreate, CursorOut
@@ -13,17 +13,31 @@ from qm.model import Message
 router = APIRouter(prefix="/api/cursors", tags=["cursors"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, summary="Open an unpositioned cursor on a queue")
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    summary="Open an unpositioned cursor on a queue",
+    responses={201: example(CURSOR_EXAMPLE | {"state": "unpositioned", "lookup_id": None}, "Opened")},
+)
 async def open_cursor(body: CursorCreate, gateway: GatewayDep) -> CursorOut:
     return CursorOut.of(await gateway.cursors.open(body.queue))
 
 
-@router.get("/{cursor_id}", summary="Show where a cursor rests")
+@router.get(
+    "/{cursor_id}",
+    summary="Show where a cursor rests",
+    responses={200: example(CURSOR_EXAMPLE), 404: INVALID_HANDLE},
+)
 async def get_cursor(cursor_id: str, gateway: GatewayDep) -> CursorOut:
     return CursorOut.of(await gateway.cursors.get(cursor_id))
 
 
-@router.delete("/{cursor_id}", status_code=204, summary="Close a cursor")
+@router.delete(
+    "/{cursor_id}",
+    status_code=204,
+    summary="Close a cursor",
+    responses={204: NO_CONTENT, 404: INVALID_HANDLE},
+)
 async def close_cursor(cursor_id: str, gateway: GatewayDep) -> None:
     await gateway.cursors.close(cursor_id)
 

@@ -7,13 +7,33 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from app.docs import MESSAGE_RESPONSES, SEND_BODY
+from app.docs import (
+    MESSAGE_EXAMPLE,
+    MESSAGE_RESPONSES,
+    NO_CONTENT,
+    SEND_BODY,
+    SENT_EXAMPLE,
+    example,
+    problem_example,
+)
 from app.gateway import GatewayDep, TimeoutMs, TransactionParam, check_wait, parse_lookup_id
 from app.http import message_from_request, message_response
 from app.schemas import MessageOut, MessagePage, SentOut
 from qm.errors import MqError, MqErrorCode
 
 router = APIRouter(tags=["messages"])
+LOCK_GONE = problem_example(
+    "MQ_ERROR_MESSAGE_ALREADY_RECEIVED",
+    "0xC00E001D",
+    410,
+    "the message of lock '7205…-9f…' was already received",
+)
+LOCK_NOT_HELD = problem_example(
+    "MQ_ERROR_TRANSACTION_SEQUENCE",
+    "0xC00E0051",
+    409,
+    "lock '7205…-9f…' is not held: it was ended or it expired",
+)
 
 
 @router.post(
@@ -23,6 +43,18 @@ router = APIRouter(tags=["messages"])
     description="JSON (`MessageIn`) or any other content type as the raw body with properties in "
     "`X-Msmq-*` headers. A 201 means the message is on stable storage.",
     openapi_extra=SEND_BODY,
+    responses={
+        201: example(SENT_EXAMPLE, "Stored durably"),
+        400: problem_example(
+            "MQ_ERROR_ILLEGAL_PROPERTY_VALUE", "0xC00E0018", 400, "priority is 9; it must be between 0 and 7"
+        ),
+        413: problem_example(
+            "MQ_ERROR_INSUFFICIENT_RESOURCES",
+            "0xC00E0027",
+            413,
+            "the request body has 5000000 bytes or more; at most 4194304 are accepted",
+        ),
+    },
 )
 async def send(
     path: str, request: Request, gateway: GatewayDep, transaction: TransactionParam = None
@@ -38,7 +70,11 @@ async def send(
     )
 
 
-@router.get("/api/queues/{path:path}/messages", summary="List available messages in queue order")
+@router.get(
+    "/api/queues/{path:path}/messages",
+    summary="List available messages in queue order",
+    responses={200: example({"messages": [MESSAGE_EXAMPLE], "next_after": None})},
+)
 async def browse(
     path: str,
     gateway: GatewayDep,
@@ -103,14 +139,22 @@ async def peek(path: str, request: Request, gateway: GatewayDep, timeout_ms: Tim
 
 
 @router.post(
-    "/api/locks/{tag}/commit", status_code=204, tags=["locks"], summary="End a two-phase read: remove"
+    "/api/locks/{tag}/commit",
+    status_code=204,
+    tags=["locks"],
+    summary="End a two-phase read: remove",
+    responses={204: NO_CONTENT, 410: LOCK_GONE},
 )
 async def commit_lock(tag: str, gateway: GatewayDep) -> None:
     await gateway.reader.end_lock(tag, commit=True)
 
 
 @router.post(
-    "/api/locks/{tag}/abort", status_code=204, tags=["locks"], summary="End a two-phase read: put back"
+    "/api/locks/{tag}/abort",
+    status_code=204,
+    tags=["locks"],
+    summary="End a two-phase read: put back",
+    responses={204: NO_CONTENT, 409: LOCK_NOT_HELD},
 )
 async def abort_lock(tag: str, gateway: GatewayDep) -> None:
     await gateway.reader.end_lock(tag, commit=False)

@@ -4,27 +4,47 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
+from app.docs import NO_CONTENT, TRANSACTION_EXAMPLE, TRANSACTION_SEQUENCE, example
 from app.gateway import GatewayDep
 from app.schemas import TransactionOut
 
 router = APIRouter(prefix="/api/transactions", tags=["transactions"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, summary="Begin a transaction")
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    summary="Begin a transaction",
+    responses={201: example(TRANSACTION_EXAMPLE, "Begun")},
+)
 async def begin(gateway: GatewayDep) -> TransactionOut:
     return TransactionOut.of(await gateway.manager.begin_transaction())
 
 
-@router.get("/{transaction_id}", summary="Show an active transaction")
+@router.get(
+    "/{transaction_id}",
+    summary="Show an active transaction",
+    responses={200: example(TRANSACTION_EXAMPLE), 409: TRANSACTION_SEQUENCE},
+)
 async def show(transaction_id: str, gateway: GatewayDep) -> TransactionOut:
     return TransactionOut.of(await gateway.manager.transaction(transaction_id))
 
 
-@router.post("/{transaction_id}/commit", status_code=204, summary="Commit: sends appear, receives are final")
+@router.post(
+    "/{transaction_id}/commit",
+    status_code=204,
+    summary="Commit: sends appear, receives are final",
+    responses={204: NO_CONTENT, 409: TRANSACTION_SEQUENCE},
+)
 async def commit(transaction_id: str, gateway: GatewayDep) -> None:
     await gateway.manager.commit(transaction_id)
 
 
-@router.post("/{transaction_id}/abort", status_code=204, summary="Abort: sends vanish, receives go back")
+@router.post(
+    "/{transaction_id}/abort",
+    status_code=204,
+    summary="Abort: sends vanish, receives go back",
+    responses={204: NO_CONTENT, 409: TRANSACTION_SEQUENCE},
+)
 async def abort(transaction_id: str, gateway: GatewayDep) -> None:
     await gateway.manager.abort(transaction_id)
