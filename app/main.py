@@ -53,12 +53,13 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
 
     app = FastAPI(title="msmq-gateway", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     errors.install(app)
+    # lookup before messages: `{path:path}/receive` would also match `.../messages/first/receive`.
     for router in (
         queue_manager.router,
         transactions.router,
         cursors.router,
-        messages.router,
         lookup.router,
+        messages.router,
         queues.router,
     ):
         app.include_router(router)

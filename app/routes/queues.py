@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from fastapi import APIRouter, Response, status
 from pydantic import BaseModel
 
@@ -38,7 +40,8 @@ async def list_queues(gateway: GatewayDep) -> list[QueueOut]:
 )
 async def create_queue(body: QueueCreate, gateway: GatewayDep, response: Response) -> QueueOut:
     queue = await gateway.manager.create_queue(body.path, body.settings())
-    response.headers["Location"] = f"/api/queues/{queue.path.url_path}"
+    # Queue names may hold `#`, `?` or `%`: the URL carries them percent-encoded.
+    response.headers["Location"] = f"/api/queues/{quote(queue.path.url_path, safe='$/')}"
     return QueueOut.of(queue)
 
 

@@ -1,0 +1,42 @@
+"""The whole app through httpx's ASGITransport, its lifespan started, on each store."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from app.main import create_app
+from app.settings import Settings
+from qm.clock import SettableClock
+from tests.integration.support import MAX_BODY_BYTES, MAX_WAIT_MS
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(
+        database_url=database_url,
+        max_body_bytes=MAX_BODY_BYTES,
+        max_wait_ms=MAX_WAIT_MS,
+        # Background passes would race the settable clock; tests release locks explicitly.
+        housekeeping_interval_s=3600,
+        # A waiting receive must be woken by the send itself, not found by a poll.
+        wake_poll_interval_s=3600,
+    )
+
+
+@pytest.fixture
+async def app(settings: Settings, clock: SettableClock) -> AsyncIterator[FastAPI]:
+    """The application with its lifespan running (ASGITransport does not run it)."""
+    application = create_app(settings, clock)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as http:
+        yield http

@@ -1,0 +1,131 @@
+"""The `msmq-gateway` command as a subprocess, on a SQLite file of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storage.tables import metadata
+from tests.integration.support import gateway_command
+
+COMMAND_TIMEOUT_S = 60
+
+
+class Cli:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.database = directory / "cli.db"
+        self.environment = {
+            name: value for name, value in os.environ.items() if not name.startswith("MSMQGW_")
+        }
+        self.environment["MSMQGW_DATABASE_URL"] = f"sqlite+aiosqlite:///{self.database}"
+
+    def run(self, *arguments: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [*gateway_command(), *arguments],
+            input=stdin,
+            capture_output=True,
+            cwd=self.directory,
+            env=self.environment,
+            timeout=COMMAND_TIMEOUT_S,
+            check=False,
+        )
+
+    def ok(self, *arguments: str, stdin: bytes = b"") -> Any:
+        """Run a command that must succeed; return its JSON output."""
+        result = self.run(*arguments, stdin=stdin)
+        assert result.returncode == 0, (arguments, result.stderr.decode())
+        return json.loads(result.stdout)
+
+    def fails(self, mq_error: str, *arguments: str) -> None:
+        """Run a command that must fail with exit status 2 and this MQ_ERROR on stderr."""
+        result = self.run(*arguments)
+        assert result.returncode == 2, (arguments, result.stdout.decode(), result.stderr.decode())
+        assert result.stdout == b""
+        error = json.loads(result.stderr)
+        assert error["mq_error"] == mq_error and error["mq_error_code"].startswith("0xC00E")
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path)
+
+
+def test_migrate_creates_the_schema(cli: Cli) -> None:
+    result = cli.run("migrate")
+    assert result.returncode == 0, result.stderr.decode()
+    assert str(cli.database) in result.stdout.decode()
+    with sqlite3.connect(cli.database) as connection:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == set(metadata.tables) | {"alembic_version"}
+
+
+def test_queue_create_list_show_purge_delete(cli: Cli) -> None:
+    created = cli.ok("queue", "create", "private$/orders", "--label", "Orders", "--journal")
+    assert (created["path"], created["label"], created["journal"], created["transactional"]) == (
+        "private$/orders",
+        "Orders",
+        True,
+        False,
+    )
+    cli.fails("MQ_ERROR_QUEUE_EXISTS", "queue", "create", "PRIVATE$\\Orders")
+    cli.ok("send", "private$/orders", "one")
+    shown = cli.ok("queue", "show", "private$\\orders")
+    assert (shown["message_count"], shown["byte_count"]) == (1, 3)
+    assert cli.ok("queue", "purge", "private$/orders") == {"purged": 1}
+    cli.ok("send", "private$/orders", "two")
+    assert cli.ok("queue", "delete", "private$/orders") == {
+        "deleted": "private$/orders",
+        "messages_dropped": 1,
+    }
+    cli.fails("MQ_ERROR_QUEUE_NOT_FOUND", "queue", "show", "private$/orders")
+    listed = {queue["path"] for queue in cli.ok("queue", "list")}
+    assert {"system$;deadletter", "system$;deadxact", "system$;journal"} <= listed
+    assert "private$/orders" not in listed and "private$/orders;journal" not in listed
+
+
+def test_send_peek_receive(cli: Cli) -> None:
+    cli.ok("queue", "create", "private$/orders")
+    piped = cli.ok("send", "private$/orders", "-", stdin=b"from stdin \xe2\x9c\x93")
+    urgent = cli.ok("send", "private$/orders", "urgent", "--priority", "6", "--label", "hurry")
+    assert all(sent["lookup_id"].isdigit() and sent["message_id"] for sent in (piped, urgent))
+    peeked = cli.ok("peek", "private$/orders")
+    assert (peeked["body"], peeked["label"], peeked["priority"]) == ("urgent", "hurry", 6)
+    assert peeked["message_id"] == urgent["message_id"]
+    received = [cli.ok("receive", "private$/orders") for _ in range(2)]
+    assert [message["body"] for message in received] == ["urgent", "from stdin ✓"]
+    assert received[1]["lookup_id"] == piped["lookup_id"]
+    for command in ("receive", "peek"):
+        empty = cli.run(command, "private$/orders")
+        assert (empty.returncode, empty.stdout) == (1, b""), empty.stderr.decode()
+
+
+def test_refusals_exit_2_with_the_mq_error_on_stderr(cli: Cli) -> None:
+    cli.ok("queue", "create", "private$/payments", "--transactional")
+    cli.fails("MQ_ERROR_ILLEGAL_QUEUE_PATHNAME", "queue", "create", "private$/a;b")
+    cli.fails("MQ_ERROR_TRANSACTION_USAGE", "send", "private$/payments", "no transaction")
+    cli.fails(
+        "MQ_ERROR_ILLEGAL_PROPERTY_VALUE",
+        "send",
+        "private$/payments",
+        "x",
+        "--priority",
+        "9",
+        "--transaction",
+        "single",
+    )
+    cli.fails("MQ_ERROR_QUEUE_NOT_FOUND", "receive", "private$/missing")
+    assert cli.ok("send", "private$/payments", "pay", "--transaction", "single")["lookup_id"].isdigit()
+    assert cli.ok("receive", "private$/payments")["body"] == "pay"
+
+
+def test_a_usage_error_exits_2_with_help(cli: Cli) -> None:
+    result = cli.run("queue", "frobnicate")
+    assert result.returncode == 2
+    assert b"usage: msmq-gateway" in result.stderr
