@@ -10,8 +10,11 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+from sqlalchemy.exc import SQLAlchemyError
+
 from app.schemas import MessageIn, MessageOut, QueueCreate, QueueOut
-from app.settings import Settings
+from app.settings import Settings, load_settings
 from qm.clock import SystemClock
 from qm.errors import MqError
 from qm.manager import QueueManager
@@ -24,19 +27,28 @@ from storage.wakeups import LocalWakeUps
 Command = Callable[[QueueManager, QueueReader, argparse.Namespace], Awaitable[Any]]
 
 
+EXIT_NO_MESSAGE = 1
+EXIT_MQ_ERROR = 2
+EXIT_FAILURE = 3
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Exit 0 on success, 1 when receive/peek found no message, 2 on an MQ error, 3 otherwise."""
     arguments = _parser().parse_args(argv)
-    settings = Settings()
+    try:
+        settings = load_settings()
+    except (ValueError, ValidationError) as error:
+        print(f"msmq-gateway: configuration error: {error}", file=sys.stderr)
+        return EXIT_FAILURE
     try:
         return int(arguments.handler(settings, arguments) or 0)
     except MqError as error:
-        print(
-            json.dumps(
-                {"mq_error": error.code.name, "mq_error_code": error.code.hex, "detail": error.detail}
-            ),
-            file=sys.stderr,
-        )
-        return 2
+        detail = {"mq_error": error.code.name, "mq_error_code": error.code.hex, "detail": error.detail}
+        print(json.dumps(detail), file=sys.stderr)
+        return EXIT_MQ_ERROR
+    except (OSError, SQLAlchemyError) as error:
+        print(f"msmq-gateway: cannot use {settings.display_database_url()}: {error}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
@@ -54,7 +66,7 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
 
 def _migrate(settings: Settings, _arguments: argparse.Namespace) -> int:
     upgrade(settings.database_url)
-    print(f"migrated {settings.database_url}")
+    print(f"migrated {settings.display_database_url()}")
     return 0
 
 
@@ -66,7 +78,7 @@ def _on_store(command: Command) -> Callable[[Settings, argparse.Namespace], int]
         result = asyncio.run(_with_manager(settings, arguments, command))
         if result is not None:
             print(json.dumps(result, indent=2, default=str))
-        return 0 if result is not None or not getattr(arguments, "expect_message", False) else 1
+        return 0 if result is not None or not getattr(arguments, "expect_message", False) else EXIT_NO_MESSAGE
 
     return run
 

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from qm.errors import MqError, MqErrorCode
-from storage.errors import DATABASE_ERRORS
+from storage.errors import DATABASE_ERRORS, is_unavailable
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger(__name__)
@@ -72,7 +72,10 @@ async def _on_validation_error(_request: Request, error: Exception) -> JSONRespo
 
 
 def _describe(item: dict[str, object]) -> str:
-    location = ".".join(str(part) for part in item.get("loc", ()) if part != "body")  # type: ignore[attr-defined]
+    if item.get("type") == "json_invalid":
+        return "the request body is not valid JSON"
+    parts = [str(part) for part in item.get("loc", ()) if part != "body"]  # type: ignore[attr-defined]
+    location = ".".join(parts) or "request body"
     return f"{location}: {item.get('msg')}"
 
 
@@ -91,7 +94,11 @@ async def _on_http_error(_request: Request, error: Exception) -> JSONResponse:
 
 async def _on_database_error(_request: Request, error: Exception) -> JSONResponse:
     log.exception("database failure", exc_info=error)
-    return problem(MqError(MqErrorCode.MQ_ERROR_SERVICE_NOT_AVAILABLE, "the message store is unavailable"))
+    if is_unavailable(error):
+        return problem(
+            MqError(MqErrorCode.MQ_ERROR_SERVICE_NOT_AVAILABLE, "the message store is unavailable")
+        )
+    return problem(MqError(MqErrorCode.MQ_ERROR, "the message store failed; see the gateway log"))
 
 
 def install(app: FastAPI) -> None:

@@ -9,11 +9,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 
-from app import errors
+from app import errors, openapi
 from app.gateway import Gateway
 from app.housekeeping import run_housekeeping
 from app.routes import cursors, lookup, messages, queue_manager, queues, transactions
-from app.settings import Settings
+from app.settings import Settings, load_settings
 from qm.clock import Clock, SystemClock
 from qm.cursors import CursorService
 from qm.manager import QueueManager
@@ -31,7 +31,7 @@ Lookup IDs are decimal strings. Queue paths appear in URLs as `private$/name` or
 
 
 def create_app(settings: Settings | None = None, clock: Clock | None = None) -> FastAPI:
-    settings = settings or Settings()
+    settings = settings or load_settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -53,6 +53,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
 
     app = FastAPI(title="msmq-gateway", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     errors.install(app)
+    openapi.install(app)
     # lookup before messages: `{path:path}/receive` would also match `.../messages/first/receive`.
     for router in (
         queue_manager.router,

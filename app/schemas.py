@@ -291,17 +291,17 @@ class CursorCreate(Strict):
 
 class CursorOut(BaseModel):
     id: str
-    queue_id: int
+    queue: str
     state: Literal["unpositioned", "on-message", "after-received"]
     lookup_id: str | None
     expires_at: datetime
 
     @classmethod
-    def of(cls, record: CursorRecord) -> CursorOut:
+    def of(cls, record: CursorRecord, queue: str) -> CursorOut:
         states = {0: "unpositioned", 1: "on-message", 2: "after-received"}
         return cls(
             id=record.id,
-            queue_id=record.queue_id,
+            queue=queue,
             state=states[record.place.value],  # type: ignore[arg-type]
             lookup_id=None if record.place.value == 0 else str(record.position),
             expires_at=record.expires_at,

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 from qm.config import DEFAULT_MAX_BODY_BYTES, ManagerConfig
 from qm.model import INFINITE
@@ -36,6 +40,10 @@ class Settings(BaseSettings):
         1.0, gt=0, description="How soon a waiting receive notices a message sent by another process"
     )
 
+    def display_database_url(self) -> str:
+        """The database URL with any password masked, for logs and messages."""
+        return make_url(self.database_url).render_as_string(hide_password=True)
+
     def manager_config(self) -> ManagerConfig:
         return ManagerConfig(
             max_body_bytes=self.max_body_bytes,
@@ -45,3 +53,18 @@ class Settings(BaseSettings):
             default_lock_timeout_s=self.default_lock_timeout_s,
             max_lock_timeout_s=self.max_lock_timeout_s,
         )
+
+
+ENVIRONMENT_PREFIX = "MSMQGW_"
+
+
+def load_settings(environment: Mapping[str, str] | None = None) -> Settings:
+    """Settings from the environment; an unknown MSMQGW_* variable is an error, not ignored."""
+    environment = os.environ if environment is None else environment
+    known = {ENVIRONMENT_PREFIX + name.upper() for name in Settings.model_fields}
+    unknown = sorted(
+        key for key in environment if key.upper().startswith(ENVIRONMENT_PREFIX) and key.upper() not in known
+    )
+    if unknown:
+        raise ValueError(f"unknown setting {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return Settings()

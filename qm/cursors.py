@@ -33,6 +33,10 @@ class CursorService:
             raise _invalid(cursor_id)
         return record
 
+    async def describe(self, cursor_id: str) -> tuple[CursorRecord, Queue]:
+        """The open cursor and the queue it walks."""
+        return await self._open_cursor(cursor_id)
+
     async def peek_current(self, cursor_id: str, timeout_ms: int) -> Message | None:
         """MQ_ACTION_PEEK_CURRENT with a cursor; positions an unpositioned cursor."""
         cursor, queue = await self._open_cursor(cursor_id)

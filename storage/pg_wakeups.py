@@ -39,6 +39,11 @@ class PostgresWakeUps:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        """Listen before serving, so that no notification sent after start-up is missed."""
+        try:
+            await self._connect()
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            log.warning("wake-up channel not available yet (%s); retrying in the background", error)
         self._task = asyncio.create_task(self._run(), name="postgres-wakeups")
 
     async def close(self) -> None:
@@ -62,7 +67,8 @@ class PostgresWakeUps:
         """Keep a listening connection, and publish pending signals on it; reconnect on failure."""
         while True:
             try:
-                await self._connect()
+                if self._connection is None:
+                    await self._connect()
                 await self._publish_forever()
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
                 log.warning("wake-up channel lost (%s); reconnecting", error)

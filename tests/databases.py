@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from storage.migrate import upgrade
 
 POSTGRES_ADMIN_URL = os.environ.get(
-    "MSMQGW_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+    "MSMQ_GATEWAY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 _TEMPLATE = f"msmqgw_template_{os.getpid()}"
 

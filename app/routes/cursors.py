@@ -20,7 +20,9 @@ router = APIRouter(prefix="/api/cursors", tags=["cursors"])
     responses={201: example(CURSOR_EXAMPLE | {"state": "unpositioned", "lookup_id": None}, "Opened")},
 )
 async def open_cursor(body: CursorCreate, gateway: GatewayDep) -> CursorOut:
-    return CursorOut.of(await gateway.cursors.open(body.queue))
+    opened = await gateway.cursors.open(body.queue)
+    record, queue = await gateway.cursors.describe(opened.id)
+    return CursorOut.of(record, queue.path.url_path)
 
 
 @router.get(
@@ -29,7 +31,8 @@ async def open_cursor(body: CursorCreate, gateway: GatewayDep) -> CursorOut:
     responses={200: example(CURSOR_EXAMPLE), 404: INVALID_HANDLE},
 )
 async def get_cursor(cursor_id: str, gateway: GatewayDep) -> CursorOut:
-    return CursorOut.of(await gateway.cursors.get(cursor_id))
+    record, queue = await gateway.cursors.describe(cursor_id)
+    return CursorOut.of(record, queue.path.url_path)
 
 
 @router.delete(
@@ -51,7 +54,7 @@ async def peek_current(
     cursor_id: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0
 ) -> Response:
     message = await gateway.cursors.peek_current(cursor_id, check_wait(gateway, timeout_ms))
-    return await _respond(request, gateway, message)
+    return await _respond(request, gateway, cursor_id, message)
 
 
 @router.get("/{cursor_id}/next", summary="Peek next: move forward and peek", responses=MESSAGE_RESPONSES)
@@ -59,7 +62,7 @@ async def peek_next(
     cursor_id: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0
 ) -> Response:
     message = await gateway.cursors.peek_next(cursor_id, check_wait(gateway, timeout_ms))
-    return await _respond(request, gateway, message)
+    return await _respond(request, gateway, cursor_id, message)
 
 
 @router.post(
@@ -75,11 +78,13 @@ async def receive_current(
     transaction: TransactionParam = None,
 ) -> Response:
     message = await gateway.cursors.receive_current(cursor_id, check_wait(gateway, timeout_ms), transaction)
-    return await _respond(request, gateway, message)
+    return await _respond(request, gateway, cursor_id, message)
 
 
-async def _respond(request: Request, gateway: GatewayDep, message: Message | None) -> Response:
+async def _respond(
+    request: Request, gateway: GatewayDep, cursor_id: str, message: Message | None
+) -> Response:
     if message is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    queue = await gateway.manager.store.get_queue(message.queue_id)
-    return message_response(request, message, queue.path.url_path if queue else "")
+    _record, queue = await gateway.cursors.describe(cursor_id)
+    return message_response(request, message, queue.path.url_path)

@@ -20,6 +20,7 @@ from app.gateway import GatewayDep, TimeoutMs, TransactionParam, check_wait, par
 from app.http import message_from_request, message_response
 from app.schemas import MessageOut, MessagePage, SentOut
 from qm.errors import MqError, MqErrorCode
+from qm.paths import parse_queue_path
 
 router = APIRouter(tags=["messages"])
 LOCK_GONE = problem_example(
@@ -64,7 +65,7 @@ async def send(
     return SentOut(
         lookup_id=str(message.lookup_id),
         message_id=message.message_id,
-        queue=path,
+        queue=parse_queue_path(path).url_path,
         priority=message.properties.priority,
         transaction=transaction,
     )
@@ -82,7 +83,8 @@ async def browse(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> MessagePage:
     found = await gateway.reader.browse(path, parse_lookup_id(after), limit)
-    page = [MessageOut.of(message, path) for message in found]
+    queue = parse_queue_path(path).url_path
+    page = [MessageOut.of(message, queue) for message in found]
     return MessagePage(messages=page, next_after=page[-1].lookup_id if len(page) == limit else None)
 
 

@@ -166,17 +166,8 @@ def store_outage(database_url: str) -> Iterator[None]:
 
 
 async def test_a_store_failure_is_503_and_the_gateway_serves_again_after_it(
-    client: httpx.AsyncClient, database_url: str, request: pytest.FixtureRequest
+    client: httpx.AsyncClient, database_url: str
 ) -> None:
-    if not database_url.startswith("sqlite"):
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="storage bug: asyncpg's 'database is not accepting connections' (and other connect "
-                "failures) surface as a bare sqlalchemy DBAPIError, which storage.errors.DATABASE_ERRORS "
-                "does not list, so the gateway answers 500 instead of 503",
-            )
-        )
     assert (await client.post("/api/queues", json={"path": "private$/orders"})).status_code == 201
     with store_outage(database_url):
         response = await client.get("/api/queues/private$/orders")
