@@ -215,6 +215,7 @@ class QueueManager:
             queue_id=dead_letter_queue.id,
             properties=dataclasses.replace(original.properties, message_class=message_class),
             transaction_id=None,
+            destination_queue=queue.path.pathname,
         )
         info = await self.store.queue_manager_info()
         [result] = await self.store.enqueue([copy], info.quota_kb, info.throttled)
@@ -242,10 +243,14 @@ class QueueManager:
         await self._finish(transaction_id, commit=False)
 
     async def _finish(self, transaction_id: str, commit: bool) -> None:
-        touched = await self.store.finish_transaction(transaction_id, commit)
-        if touched is None:
+        """Commit or abort; a transaction past its timeout is aborted, whatever was asked."""
+        record = await self.store.get_transaction(transaction_id)
+        timed_out = record is not None and record.expires_at <= self.clock.now()
+        touched = await self.store.finish_transaction(transaction_id, commit and not timed_out)
+        if touched is not None:
+            self.wakeups.signal(touched)
+        if touched is None or timed_out:
             raise _unknown_transaction(transaction_id)
-        self.wakeups.signal(touched)
 
     async def _active_transaction(self, transaction_id: str, touch: bool = True) -> TransactionRecord:
         record = await self.store.get_transaction(transaction_id)
@@ -277,6 +282,8 @@ class QueueManager:
                 MqErrorCode.MQ_ERROR_TRANSACTION_USAGE,
                 f"{queue.path.url_path} is not transactional; receive from it without a transaction",
             )
+        if transaction == SINGLE_MESSAGE_TRANSACTION:
+            return Claim()  # its own transaction, committed at once: a plain receive
         await self._active_transaction(transaction)
         return Claim(ClaimKind.TRANSACTION, transaction)
 
@@ -363,4 +370,5 @@ def stored_message(lookup_id: int, message_id: str, new_message: NewMessage) -> 
         last_in_transaction=new_message.last_in_transaction,
         abort_count=0,
         transaction_id=new_message.transaction_id,
+        destination_queue=new_message.destination_queue,
     )

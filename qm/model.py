@@ -164,6 +164,8 @@ class NewMessage:
     transaction_id: str | None = None
     first_in_transaction: bool = False
     last_in_transaction: bool = False
+    destination_queue: str | None = None
+    """For a dead-lettered copy: the path of the queue it was sent to."""
 
 
 @dataclass(frozen=True, slots=True)

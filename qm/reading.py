@@ -48,6 +48,8 @@ class QueueReader:
                 MqErrorCode.MQ_ERROR_MESSAGE_ALREADY_RECEIVED,
                 f"the message of lock {tag!r} was already received",
             )
+        if state is PositionState.EXPIRED:
+            self._qm.wakeups.signal([queue_id])  # the store has just put the message back
         if state is not PositionState.LOCKED:
             raise MqError(
                 MqErrorCode.MQ_ERROR_TRANSACTION_SEQUENCE,
@@ -65,6 +67,11 @@ class QueueReader:
         transaction: str | None = None,
     ) -> Message:
         """MQReceiveMessageByLookupId: never waits; MQ_ERROR_MESSAGE_NOT_FOUND if nothing."""
+        if seek in (Seek.FIRST, Seek.LAST) and lookup_id != 0:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+                f"{seek.value} takes lookup ID 0, not {lookup_id} (reference §7.10)",
+            )
         queue = await self._qm.get_queue(path_text)
         claim = await self._qm._claim_for(queue, transaction) if receive else None
         if seek in (Seek.CURRENT, Seek.NEXT, Seek.PREVIOUS):

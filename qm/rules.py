@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from datetime import datetime, timedelta
 
@@ -119,7 +120,8 @@ def remaining_seconds(deadline_at: datetime | None, now: datetime) -> int:
     """What is left of a timer, reported on receive (reference §7.4); INFINITE stays so."""
     if deadline_at is None:
         return INFINITE
-    return max(0, int((deadline_at - now).total_seconds()))
+    # Rounded up: a message sent with 3600 s reads 3600 right away, and 0 only once due.
+    return max(0, math.ceil((deadline_at - now).total_seconds()))
 
 
 def is_expired(deadline_at: datetime | None, now: datetime) -> bool:

@@ -131,7 +131,7 @@ def message_values(message: NewMessage, lookup_id: int, message_id: str) -> dict
         "first_in_xact": message.first_in_transaction,
         "last_in_xact": message.last_in_transaction,
         "abort_count": 0,
-        "destination_queue": None,
+        "destination_queue": message.destination_queue,
     }
 
 

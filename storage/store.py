@@ -212,16 +212,25 @@ class SqlStore:
         return int(dropped.rowcount)
 
     async def purge_queue(self, queue_id: int) -> int:
+        # Message rows first and the queue's totals last, as every other removal does:
+        # locking the queue row first deadlocked with a receive holding a message row.
+        available = sa.and_(m.queue_id == queue_id, m.state == AVAILABLE)
         async with self._transaction() as connection:
-            await self._lock_queues(connection, [queue_id])
-            purged = await connection.execute(
-                sa.delete(messages).where(m.queue_id == queue_id, m.state == AVAILABLE)
-            )
+            if self._sqlite:  # one writer: the rows counted are the rows deleted
+                totals = _count_and_size(m.body_size, available)
+                number, size = (await connection.execute(totals)).one()
+                await connection.execute(sa.delete(messages).where(available))
+            else:
+                gone = sa.delete(messages).where(available).returning(m.body_size).cte("gone")
+                number, size = (await connection.execute(_count_and_size(gone.c.body_size))).one()
+            locked = sa.and_(m.queue_id == queue_id, m.state == LOCKED)
+            await connection.execute(sa.update(messages).where(locked).values(purge_pending=True))
             await connection.execute(
-                sa.update(messages).where(m.queue_id == queue_id, m.state == LOCKED).values(purge_pending=True)
+                sa.update(queues)
+                .where(q.id == queue_id)
+                .values(message_count=q.message_count - number, byte_count=q.byte_count - size)
             )
-            await Removal.recount(connection, [queue_id])
-        return int(purged.rowcount)
+        return int(number)
 
     # -- enqueue ----------------------------------------------------------------------
 
@@ -519,6 +528,12 @@ def _hold(claim: Claim) -> dict[str, Any]:
         return {"state": LOCKED, "transaction_id": claim.owner, "txn_op": TXN_DEQUEUE}
     assert claim.expires_at is not None
     return {"state": LOCKED, "lock_tag": claim.owner, "lock_expires_at": rows.to_us(claim.expires_at)}
+
+
+def _count_and_size(
+    body_size: sa.ColumnElement[int], *where: sa.ColumnElement[bool]
+) -> sa.Select[int, int]:
+    return sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(body_size), 0)).where(*where)
 
 
 def _changed(changes: QueueChanges) -> dict[str, Any]:

