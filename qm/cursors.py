@@ -103,7 +103,9 @@ class CursorService:
 
         message = await self._qm._wait(queue, attempt, timeout_ms)
         if message is not None:
-            await self._save(dataclasses.replace(cursor, place=CursorPlace.ON_MESSAGE, position=message.lookup_id))
+            await self._save(
+                dataclasses.replace(cursor, place=CursorPlace.ON_MESSAGE, position=message.lookup_id)
+            )
         else:
             await self._save(cursor)
         return message
@@ -138,7 +140,9 @@ class CursorService:
         cursor = await self.get(cursor_id)
         queue = await self._qm.store.get_queue(cursor.queue_id)
         if queue is None:
-            raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, f"the queue of cursor {cursor_id} was deleted")
+            raise MqError(
+                MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, f"the queue of cursor {cursor_id} was deleted"
+            )
         return cursor, queue
 
     async def _save(self, cursor: CursorRecord) -> None:
@@ -149,4 +153,6 @@ class CursorService:
 
 
 def _invalid(cursor_id: str) -> MqError:
-    return MqError(MqErrorCode.MQ_ERROR_INVALID_HANDLE, f"no open cursor {cursor_id!r} (closed or idle too long)")
+    return MqError(
+        MqErrorCode.MQ_ERROR_INVALID_HANDLE, f"no open cursor {cursor_id!r} (closed or idle too long)"
+    )

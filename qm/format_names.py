@@ -114,7 +114,10 @@ def _parse_machine(original: str, rest: str) -> FormatName:
     if not separator:
         raise _illegal(original, "MACHINE= needs ;JOURNAL, ;DEADLETTER or ;DEADXACT")
     return FormatName(
-        FormatKind.MACHINE, original, machine=_guid(original, guid_text), path=_system_path(original, suffix.casefold())
+        FormatKind.MACHINE,
+        original,
+        machine=_guid(original, guid_text),
+        path=_system_path(original, suffix.casefold()),
     )
 
 

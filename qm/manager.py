@@ -7,7 +7,7 @@ import dataclasses
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from qm import rules
 from qm.clock import Clock
@@ -30,9 +30,7 @@ from qm.store import (
     Claim,
     ClaimKind,
     EnqueueOutcome,
-    PositionState,
     ReleaseReport,
-    Selector,
     Store,
     TransactionRecord,
 )
@@ -142,8 +140,7 @@ class QueueManager:
         if not path.writable:
             raise MqError(
                 MqErrorCode.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION,
-                f"{path.url_path} is read-only: only the queue manager writes journal and "
-                "dead-letter queues",
+                f"{path.url_path} is read-only: only the queue manager writes journal and dead-letter queues",
             )
         rules.validate_properties(properties, self.config.max_body_bytes)
         queue = await self._queue(path)
@@ -203,9 +200,7 @@ class QueueManager:
         assert result.lookup_id is not None
         return stored_message(result.lookup_id, result.message_id, new_message)
 
-    async def _dead_letter(
-        self, queue: Queue, original: NewMessage, message_class: MessageClass
-    ) -> bool:
+    async def _dead_letter(self, queue: Queue, original: NewMessage, message_class: MessageClass) -> bool:
         """Negative source journaling (reference §7.12): a copy with the NACK class."""
         if not original.properties.journal & JournalFlags.DEADLETTER:
             return False
@@ -341,9 +336,7 @@ def _check_settings(settings: QueueSettings) -> None:
     _check_quota("quota_kb", settings.quota_kb)
     _check_quota("journal_quota_kb", settings.journal_quota_kb)
     if not -32768 <= settings.base_priority <= 32767:
-        raise MqError(
-            MqErrorCode.MQ_ERROR_ILLEGAL_PROPERTY_VALUE, "base_priority is a signed 16-bit number"
-        )
+        raise MqError(MqErrorCode.MQ_ERROR_ILLEGAL_PROPERTY_VALUE, "base_priority is a signed 16-bit number")
 
 
 def _check_quota(name: str, value: int) -> None:

@@ -157,4 +157,3 @@ def _relative(seek: Seek, lookup_id: int) -> str:
     if seek is Seek.CURRENT:
         return f" with lookup ID {lookup_id}"
     return ""
-

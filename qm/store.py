@@ -127,9 +127,7 @@ class Store(Protocol):
         self, quota_kb: int | None, throttled: bool | None
     ) -> QueueManagerInfo: ...
 
-    async def create_queue(
-        self, path: QueuePath, settings: QueueSettings, now: datetime
-    ) -> Queue:
+    async def create_queue(self, path: QueuePath, settings: QueueSettings, now: datetime) -> Queue:
         """Create the queue and its journal queue; MQ_ERROR_QUEUE_EXISTS if it exists."""
         ...
 
@@ -157,13 +155,9 @@ class Store(Protocol):
 
     async def peek(self, queue_id: int, selector: Selector, now: datetime) -> Message | None: ...
 
-    async def take(
-        self, queue: Queue, selector: Selector, now: datetime, claim: Claim
-    ) -> Message | None: ...
+    async def take(self, queue: Queue, selector: Selector, now: datetime, claim: Claim) -> Message | None: ...
 
-    async def browse(
-        self, queue_id: int, after: int, limit: int, now: datetime
-    ) -> list[Message]: ...
+    async def browse(self, queue_id: int, after: int, limit: int, now: datetime) -> list[Message]: ...
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState: ...
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-DATABASE_ERRORS: tuple[type[Exception], ...] = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.DBAPIError)
+DATABASE_ERRORS: tuple[type[Exception], ...] = (
+    sa.exc.OperationalError,
+    sa.exc.InterfaceError,
+    sa.exc.DBAPIError,
+)
 
 
 def is_unavailable(error: Exception) -> bool:

@@ -60,13 +60,20 @@ class Removal:
     async def _journal_targets(self, queue_ids: Iterable[int]) -> dict[int, tuple[int, int, int, str]]:
         parent = queues.alias("parent")
         statement = (
-            sa.select(q.id, q.byte_count, q.quota_kb, parent.c.id.label("parent_id"), parent.c.kind, parent.c.name)
+            sa.select(
+                q.id, q.byte_count, q.quota_kb, parent.c.id.label("parent_id"), parent.c.kind, parent.c.name
+            )
             .join(parent, parent.c.id == q.journal_of)
             .where(parent.c.id.in_(list(queue_ids)), parent.c.journal.is_(True))
         )
         found = await self._connection.execute(statement)
         return {
-            row.parent_id: (row.id, row.byte_count, row.quota_kb, QueuePath(QueueKind(row.kind), row.name).pathname)
+            row.parent_id: (
+                row.id,
+                row.byte_count,
+                row.quota_kb,
+                QueuePath(QueueKind(row.kind), row.name).pathname,
+            )
             for row in found
         }
 
@@ -80,7 +87,9 @@ class Removal:
         await self.add_to_totals(self._connection, copies, sign=1)
 
     @staticmethod
-    async def add_to_totals(connection: AsyncConnection, changed: Iterable[Mapping[Any, Any]], sign: int) -> None:
+    async def add_to_totals(
+        connection: AsyncConnection, changed: Iterable[Mapping[Any, Any]], sign: int
+    ) -> None:
         counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])
         for row in changed:
             counts[row["queue_id"]][0] += 1

@@ -21,9 +21,7 @@ def available_in(queue_id: int, now_us: int) -> sa.ColumnElement[bool]:
     )
 
 
-def select_target(
-    queue_id: int, selector: Selector, now_us: int, lock_rows: bool
-) -> sa.Select[tuple[int]]:
+def select_target(queue_id: int, selector: Selector, now_us: int, lock_rows: bool) -> sa.Select[tuple[int]]:
     """The lookup ID of the one available message the selector addresses."""
     statement = sa.select(m.lookup_id).where(available_in(queue_id, now_us))
     statement = _narrow(statement, selector).limit(1)
@@ -55,9 +53,7 @@ def arrived_after(counter: int) -> sa.ColumnElement[bool]:
     """Messages enqueued after the counter stood at `counter`, one index range per priority."""
     return sa.or_(
         *(
-            m.lookup_id.between(
-                lookup_id_for(priority, counter + 1), lookup_id_for(priority, COUNTER_MASK)
-            )
+            m.lookup_id.between(lookup_id_for(priority, counter + 1), lookup_id_for(priority, COUNTER_MASK))
             for priority in range(MAX_PRIORITY + 1)
         )
     )

@@ -105,13 +105,17 @@ class SqlStore:
         async with self.engine.connect() as connection:
             row = await self._manager_row(connection)
             totals = (
-                await connection.execute(
-                    sa.select(
-                        sa.func.sum(q.message_count).label("message_count"),
-                        sa.func.sum(q.byte_count).label("byte_count"),
+                (
+                    await connection.execute(
+                        sa.select(
+                            sa.func.sum(q.message_count).label("message_count"),
+                            sa.func.sum(q.byte_count).label("byte_count"),
+                        )
                     )
                 )
-            ).mappings().one()
+                .mappings()
+                .one()
+            )
         if row is None:
             raise MqError(MqErrorCode.MQ_ERROR_SERVICE_NOT_AVAILABLE, "the store is not initialised")
         return rows.manager_from_row(row, totals)
@@ -138,7 +142,9 @@ class SqlStore:
         try:
             async with self._transaction() as connection:
                 values = rows.queue_values(path, settings, now)
-                queue_id = (await connection.execute(sa.insert(queues).values(values).returning(q.id))).scalar_one()
+                queue_id = (
+                    await connection.execute(sa.insert(queues).values(values).returning(q.id))
+                ).scalar_one()
                 journal_id = None
                 if path.writable:
                     journal_id = await self._create_journal(connection, queue_id, path, settings, now)
@@ -249,7 +255,11 @@ class SqlStore:
                     totals[item.queue_id] = (queue_bytes + size, queue_quota)
                     machine_bytes += size
                 outcomes.append(outcome)
-            accepted = [item for item, outcome in zip(batch, outcomes, strict=True) if outcome is EnqueueOutcome.ACCEPTED]
+            accepted = [
+                item
+                for item, outcome in zip(batch, outcomes, strict=True)
+                if outcome is EnqueueOutcome.ACCEPTED
+            ]
             placed = await self.insert_messages(connection, accepted)
         placed_iter = iter(placed)
         return [
@@ -257,7 +267,9 @@ class SqlStore:
             for outcome in outcomes
         ]
 
-    async def insert_messages(self, connection: AsyncConnection, batch: Sequence[NewMessage]) -> list[EnqueueResult]:
+    async def insert_messages(
+        self, connection: AsyncConnection, batch: Sequence[NewMessage]
+    ) -> list[EnqueueResult]:
         """Assign counters and lookup IDs, insert, and add to the queues' totals."""
         if not batch:
             return []
@@ -299,7 +311,9 @@ class SqlStore:
         async with self.engine.connect() as connection:
             return int((await connection.execute(statement)).scalar_one())
 
-    async def _lock_queues(self, connection: AsyncConnection, queue_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+    async def _lock_queues(
+        self, connection: AsyncConnection, queue_ids: Sequence[int]
+    ) -> dict[int, tuple[int, int]]:
         """Lock the queues' rows in id order (no deadlocks); return bytes and quota of each."""
         statement = sa.select(q.id, q.byte_count, q.quota_kb).where(q.id.in_(queue_ids)).order_by(q.id)
         if not self._sqlite:
@@ -322,7 +336,11 @@ class SqlStore:
     async def peek(self, queue_id: int, selector: Selector, now: datetime) -> Message | None:
         target = statements.select_target(queue_id, selector, rows.to_us(now), lock_rows=False)
         async with self.engine.connect() as connection:
-            row = (await connection.execute(sa.select(messages).where(m.lookup_id == target.scalar_subquery()))).mappings().first()
+            row = (
+                (await connection.execute(sa.select(messages).where(m.lookup_id == target.scalar_subquery())))
+                .mappings()
+                .first()
+            )
         return None if row is None else rows.message_from_row(row)
 
     async def browse(self, queue_id: int, after: int, limit: int, now: datetime) -> list[Message]:
@@ -338,24 +356,41 @@ class SqlStore:
 
     async def take(self, queue: Queue, selector: Selector, now: datetime, claim: Claim) -> Message | None:
         now_us = rows.to_us(now)
-        target = statements.select_target(queue.id, selector, now_us, lock_rows=not self._sqlite).scalar_subquery()
+        target = statements.select_target(
+            queue.id, selector, now_us, lock_rows=not self._sqlite
+        ).scalar_subquery()
         async with self._transaction() as connection:
             if claim.kind is ClaimKind.RECEIVE:
                 row = (
-                    await connection.execute(sa.delete(messages).where(m.lookup_id == target).returning(*messages.c))
-                ).mappings().first()
+                    (
+                        await connection.execute(
+                            sa.delete(messages).where(m.lookup_id == target).returning(*messages.c)
+                        )
+                    )
+                    .mappings()
+                    .first()
+                )
                 if row is not None:
                     await Removal(self, connection).removed([row])
             else:
                 row = (
-                    await connection.execute(
-                        sa.update(messages).where(m.lookup_id == target).values(**_hold(claim)).returning(*messages.c)
+                    (
+                        await connection.execute(
+                            sa.update(messages)
+                            .where(m.lookup_id == target)
+                            .values(**_hold(claim))
+                            .returning(*messages.c)
+                        )
                     )
-                ).mappings().first()
+                    .mappings()
+                    .first()
+                )
         return None if row is None else rows.message_from_row(row)
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState:
-        statement = sa.select(m.state, m.ttbr_deadline).where(m.lookup_id == lookup_id, m.queue_id == queue_id)
+        statement = sa.select(m.state, m.ttbr_deadline).where(
+            m.lookup_id == lookup_id, m.queue_id == queue_id
+        )
         async with self.engine.connect() as connection:
             row = (await connection.execute(statement)).first()
         if row is None:
@@ -366,7 +401,9 @@ class SqlStore:
             return PositionState.EXPIRED
         return PositionState.AVAILABLE
 
-    async def end_lock(self, lookup_id: int, tag: str, commit: bool, now: datetime) -> tuple[PositionState, int]:
+    async def end_lock(
+        self, lookup_id: int, tag: str, commit: bool, now: datetime
+    ) -> tuple[PositionState, int]:
         async with self._transaction() as connection:
             statement = sa.select(messages).where(m.lookup_id == lookup_id)
             if not self._sqlite:
@@ -400,15 +437,19 @@ class SqlStore:
         async with self._transaction() as connection:
             await connection.execute(
                 sa.insert(transactions).values(
-                    id=record.id, created_at=rows.to_us(record.created_at), expires_at=rows.to_us(record.expires_at)
+                    id=record.id,
+                    created_at=rows.to_us(record.created_at),
+                    expires_at=rows.to_us(record.expires_at),
                 )
             )
 
     async def get_transaction(self, transaction_id: str) -> TransactionRecord | None:
         async with self.engine.connect() as connection:
             row = (
-                await connection.execute(sa.select(transactions).where(transactions.c.id == transaction_id))
-            ).mappings().first()
+                (await connection.execute(sa.select(transactions).where(transactions.c.id == transaction_id)))
+                .mappings()
+                .first()
+            )
         return None if row is None else rows.transaction_from_row(row)
 
     async def touch_transaction(self, transaction_id: str, expires_at: datetime) -> bool:
@@ -424,13 +465,17 @@ class SqlStore:
         async with self._transaction() as connection:
             return await self._finish(connection, transaction_id, commit)
 
-    async def _finish(self, connection: AsyncConnection, transaction_id: str, commit: bool) -> frozenset[int] | None:
+    async def _finish(
+        self, connection: AsyncConnection, transaction_id: str, commit: bool
+    ) -> frozenset[int] | None:
         gone = await connection.execute(sa.delete(transactions).where(transactions.c.id == transaction_id))
         if not gone.rowcount:
             return None
         held = (
-            await connection.execute(sa.select(messages).where(m.transaction_id == transaction_id))
-        ).mappings().all()
+            (await connection.execute(sa.select(messages).where(m.transaction_id == transaction_id)))
+            .mappings()
+            .all()
+        )
         removal = Removal(self, connection)
         if commit:
             await self._commit_rows(connection, held, removal)
@@ -438,7 +483,9 @@ class SqlStore:
             await self._abort_rows(connection, held, removal)
         return frozenset(row["queue_id"] for row in held)
 
-    async def _commit_rows(self, connection: AsyncConnection, held: Sequence[sa.RowMapping], removal: Removal) -> None:
+    async def _commit_rows(
+        self, connection: AsyncConnection, held: Sequence[sa.RowMapping], removal: Removal
+    ) -> None:
         """Received messages leave (journaled); sent ones become available, first/last marked."""
         leaving = [row for row in held if row["txn_op"] == TXN_DEQUEUE or row["purge_pending"]]
         staying = sorted(row["lookup_id"] for row in held if row not in leaving)
@@ -458,7 +505,9 @@ class SqlStore:
                 )
             )
 
-    async def _abort_rows(self, connection: AsyncConnection, held: Sequence[sa.RowMapping], removal: Removal) -> None:
+    async def _abort_rows(
+        self, connection: AsyncConnection, held: Sequence[sa.RowMapping], removal: Removal
+    ) -> None:
         """Sent messages vanish; received ones return to their place, abort count + 1."""
         leaving = [row for row in held if row["txn_op"] == TXN_ENQUEUE or row["purge_pending"]]
         returning = [row["lookup_id"] for row in held if row not in leaving]
@@ -485,7 +534,11 @@ class SqlStore:
 
     async def get_cursor(self, cursor_id: str) -> CursorRecord | None:
         async with self.engine.connect() as connection:
-            row = (await connection.execute(sa.select(cursors).where(cursors.c.id == cursor_id))).mappings().first()
+            row = (
+                (await connection.execute(sa.select(cursors).where(cursors.c.id == cursor_id)))
+                .mappings()
+                .first()
+            )
         return None if row is None else rows.cursor_from_row(row)
 
     async def save_cursor(self, record: CursorRecord) -> None:
@@ -505,17 +558,27 @@ class SqlStore:
         now_us = rows.to_us(now)
         async with self._transaction() as connection:
             locked = (
-                await connection.execute(
-                    sa.select(messages).where(m.lock_tag.is_not(None), m.lock_expires_at <= now_us)
+                (
+                    await connection.execute(
+                        sa.select(messages).where(m.lock_tag.is_not(None), m.lock_expires_at <= now_us)
+                    )
                 )
-            ).mappings().all()
+                .mappings()
+                .all()
+            )
             purged = [row for row in locked if row["purge_pending"]]
             await self._delete_rows(connection, purged)
             await Removal(self, connection).removed(purged, journal=False)
             await self._unlock(connection, [row["lookup_id"] for row in locked if not row["purge_pending"]])
             expired = (
-                await connection.execute(sa.select(transactions.c.id).where(transactions.c.expires_at <= now_us))
-            ).scalars().all()
+                (
+                    await connection.execute(
+                        sa.select(transactions.c.id).where(transactions.c.expires_at <= now_us)
+                    )
+                )
+                .scalars()
+                .all()
+            )
             touched = {row["queue_id"] for row in locked}
             for transaction_id in expired:
                 touched |= await self._finish(connection, transaction_id, commit=False) or set()
@@ -530,9 +593,7 @@ def _hold(claim: Claim) -> dict[str, Any]:
     return {"state": LOCKED, "lock_tag": claim.owner, "lock_expires_at": rows.to_us(claim.expires_at)}
 
 
-def _count_and_size(
-    body_size: sa.ColumnElement[int], *where: sa.ColumnElement[bool]
-) -> sa.Select[int, int]:
+def _count_and_size(body_size: sa.ColumnElement[int], *where: sa.ColumnElement[bool]) -> sa.Select[int, int]:
     return sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(body_size), 0)).where(*where)
 
 

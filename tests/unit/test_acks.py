@@ -40,7 +40,9 @@ def test_acknowledgments_follow_the_requested_levels(flags: int, message_class: 
 
 
 def test_a_negative_acknowledgment_carries_the_original_body_and_identity() -> None:
-    ack = acknowledgment(ORIGINAL, ORIGINAL_ID, MessageClass.NACK_RECEIVE_TIMEOUT, "DIRECT=OS:.\\q", GATEWAY, NOW)
+    ack = acknowledgment(
+        ORIGINAL, ORIGINAL_ID, MessageClass.NACK_RECEIVE_TIMEOUT, "DIRECT=OS:.\\q", GATEWAY, NOW
+    )
     assert ack.message_class == MessageClass.NACK_RECEIVE_TIMEOUT
     assert ack.body == b"payload" and ack.label == "order" and ack.app_specific == 7
     assert ack.correlation_id == message_id_bytes(ORIGINAL_ID)
@@ -51,5 +53,7 @@ def test_a_negative_acknowledgment_carries_the_original_body_and_identity() -> N
 
 
 def test_a_positive_acknowledgment_has_no_body_and_transactional_originals_give_priority_0() -> None:
-    ack = acknowledgment(ORIGINAL, ORIGINAL_ID, MessageClass.ACK_RECEIVE, "q", GATEWAY, NOW, transactional=True)
+    ack = acknowledgment(
+        ORIGINAL, ORIGINAL_ID, MessageClass.ACK_RECEIVE, "q", GATEWAY, NOW, transactional=True
+    )
     assert ack.body == b"" and ack.priority == 0
