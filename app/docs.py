@@ -150,6 +150,7 @@ QUEUE_MANAGER_EXAMPLE = {
     "guid": "5b0c7e1a-2f3d-4c8e-9a61-0d4f2b7c8e93",
     "quota_kb": 4294967295,
     "throttled": False,
+    "journal_quota_kb": 4294967295,
     "message_count": 3,
     "byte_count": 21,
 }

@@ -1,28 +1,49 @@
-"""Supervised background work: releasing expired locks, transactions and cursors."""
+"""Supervised background work: the TTBR sweeper, and releasing expired locks,
+idle transactions and cursors. A failing pass is logged and retried, never fatal."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from qm.manager import QueueManager
 
 log = logging.getLogger(__name__)
 
 
-async def run_housekeeping(manager: QueueManager, interval_s: float) -> None:
-    """Run until cancelled; a failing pass is logged and retried, never fatal."""
+async def supervise(name: str, one_pass: Callable[[], Awaitable[object]], interval_s: float) -> None:
+    """Run `one_pass` every `interval_s` seconds until cancelled."""
     while True:
         try:
-            report = await manager.release_expired()
-            if report.locks_released or report.transactions_aborted:
-                log.info(
-                    "released %d expired locks, aborted %d idle transactions",
-                    report.locks_released,
-                    report.transactions_aborted,
-                )
+            await one_pass()
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("housekeeping pass failed; retrying")
+            log.exception("%s pass failed; retrying", name)
         await asyncio.sleep(interval_s)
+
+
+async def release_pass(manager: QueueManager) -> None:
+    report = await manager.release_expired()
+    if report.locks_released or report.transactions_aborted:
+        log.info(
+            "released %d expired locks, aborted %d idle transactions",
+            report.locks_released,
+            report.transactions_aborted,
+        )
+
+
+async def sweep_pass(manager: QueueManager) -> None:
+    expired = await manager.expire_due()
+    if expired:
+        log.info("expired %d messages past their time to be received", expired)
+
+
+def background_tasks(
+    manager: QueueManager, release_interval_s: float, sweep_interval_s: float
+) -> list[asyncio.Task[None]]:
+    return [
+        asyncio.create_task(supervise("housekeeping", lambda: release_pass(manager), release_interval_s)),
+        asyncio.create_task(supervise("sweeper", lambda: sweep_pass(manager), sweep_interval_s)),
+    ]

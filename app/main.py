@@ -11,7 +11,7 @@ from fastapi import APIRouter, FastAPI
 
 from app import errors, openapi
 from app.gateway import Gateway
-from app.housekeeping import run_housekeeping
+from app.housekeeping import background_tasks
 from app.routes import cursors, lookup, messages, queue_manager, queues, transactions
 from app.settings import Settings, load_settings
 from qm.clock import Clock, SystemClock
@@ -41,13 +41,15 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         manager = QueueManager(store, wakeups, clock or SystemClock(), settings.manager_config())
         await manager.start()
         app.state.gateway = Gateway(settings, manager, QueueReader(manager), CursorService(manager))
-        housekeeping = asyncio.create_task(run_housekeeping(manager, settings.housekeeping_interval_s))
+        tasks = background_tasks(manager, settings.housekeeping_interval_s, settings.sweep_interval_s)
         try:
             yield
         finally:
-            housekeeping.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await housekeeping
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await wakeups.close()
             await store.close()
 

@@ -312,6 +312,7 @@ class QueueManagerOut(BaseModel):
     guid: str
     quota_kb: int
     throttled: bool
+    journal_quota_kb: int = Field(description="Quota of the computer journal, system$;journal")
     message_count: int
     byte_count: int
 
@@ -321,6 +322,7 @@ class QueueManagerOut(BaseModel):
             guid=str(info.guid),
             quota_kb=info.quota_kb,
             throttled=info.throttled,
+            journal_quota_kb=info.journal_quota_kb,
             message_count=info.message_count,
             byte_count=info.byte_count,
         )
@@ -329,5 +331,6 @@ class QueueManagerOut(BaseModel):
 class QueueManagerUpdate(Strict):
     quota_kb: Uint32 | None = None
     throttled: bool | None = None
+    journal_quota_kb: Uint32 | None = None
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"throttled": True}]})

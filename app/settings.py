@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from qm.config import DEFAULT_MAX_BODY_BYTES, ManagerConfig
+from qm.config import DEFAULT_MAX_BODY_BYTES, ManagerConfig, TransactionTtbr
 from qm.model import INFINITE
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/msmq-gateway.db"
@@ -36,6 +37,18 @@ class Settings(BaseSettings):
     housekeeping_interval_s: float = Field(
         1.0, gt=0, description="How often expired locks, transactions and cursors are released"
     )
+    sweep_interval_s: float = Field(
+        0.5, gt=0, description="How often messages past their time-to-be-received are expired"
+    )
+    local_host_names: str = Field(
+        default_factory=lambda: f"localhost,127.0.0.1,::1,{socket.gethostname()}",
+        description="Comma-separated names and addresses that designate this gateway in format names",
+    )
+    transaction_ttbr: TransactionTtbr = Field(
+        TransactionTtbr.FIRST_MESSAGE,
+        description="first-message: MSMQ's rule (a transaction's messages get its first message's TTBR); "
+        "per-message: each keeps its own",
+    )
     wake_poll_interval_s: float = Field(
         1.0, gt=0, description="How soon a waiting receive notices a message sent by another process"
     )
@@ -52,6 +65,10 @@ class Settings(BaseSettings):
             cursor_idle_timeout_s=self.cursor_idle_timeout_s,
             default_lock_timeout_s=self.default_lock_timeout_s,
             max_lock_timeout_s=self.max_lock_timeout_s,
+            local_host_names=frozenset(
+                name.strip().casefold() for name in self.local_host_names.split(",") if name.strip()
+            ),
+            transaction_ttbr=self.transaction_ttbr,
         )
 
 

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from qm.model import INFINITE
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+class TransactionTtbr(enum.StrEnum):
+    """Which time-to-be-received the messages sent in one transaction get."""
+
+    FIRST_MESSAGE = "first-message"
+    """MSMQ's documented rule: every message gets the TTBR of the transaction's first."""
+    PER_MESSAGE = "per-message"
+    """Each message keeps its own TTBR (avoids the rule's premature expiries)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,3 +28,7 @@ class ManagerConfig:
     cursor_idle_timeout_s: float = 300.0
     default_lock_timeout_s: float = 30.0
     max_lock_timeout_s: float = 3600.0
+    local_host_names: frozenset[str] = frozenset({"localhost", "127.0.0.1", "::1"})
+    """Names and addresses that designate this gateway in format names (lower case)."""
+    transaction_ttbr: TransactionTtbr = TransactionTtbr.FIRST_MESSAGE
+    sweep_batch: int = 500

@@ -11,13 +11,13 @@ from datetime import timedelta
 
 from qm import rules
 from qm.clock import Clock
-from qm.config import ManagerConfig
+from qm.config import ManagerConfig, TransactionTtbr
+from qm.disposal import Departure, DisposalPolicy, PlacementKind, Reason
 from qm.errors import MqError, MqErrorCode
+from qm.format_names import LocalIdentity, local_queue_path, parse_format_name
 from qm.model import (
     INFINITE,
-    JournalFlags,
     Message,
-    MessageClass,
     MessageProperties,
     NewMessage,
     Queue,
@@ -51,6 +51,7 @@ class QueueManager:
         self.clock = clock
         self.config = config
         self._identity: QueueManagerInfo | None = None
+        self.policy = DisposalPolicy(LocalIdentity(uuid.UUID(int=0), config.local_host_names))
 
     # -- identity ---------------------------------------------------------------------
 
@@ -58,6 +59,8 @@ class QueueManager:
         """Load (or create once) the persisted identity and the system queues."""
         candidate = QueueManagerInfo(uuid.uuid4(), self.config.initial_quota_kb, False)
         self._identity = await self.store.open_queue_manager(candidate)
+        self.policy = DisposalPolicy(LocalIdentity(self._identity.guid, self.config.local_host_names))
+        self.store.attach(self.policy, self.wakeups)
         for system_queue in SystemQueue:
             await self._ensure_queue(system_queue_path(system_queue))
         return self._identity
@@ -71,10 +74,14 @@ class QueueManager:
     async def info(self) -> QueueManagerInfo:
         return await self.store.queue_manager_info()
 
-    async def configure(self, quota_kb: int | None, throttled: bool | None) -> QueueManagerInfo:
-        if quota_kb is not None:
-            _check_quota("quota_kb", quota_kb)
-        return await self.store.update_queue_manager(quota_kb, throttled)
+    async def configure(
+        self, quota_kb: int | None, throttled: bool | None, journal_quota_kb: int | None = None
+    ) -> QueueManagerInfo:
+        """Machine quota, throttling, and the computer journal's quota."""
+        for name, value in (("quota_kb", quota_kb), ("journal_quota_kb", journal_quota_kb)):
+            if value is not None:
+                _check_quota(name, value)
+        return await self.store.update_queue_manager(quota_kb, throttled, journal_quota_kb)
 
     async def _ensure_queue(self, path: QueuePath) -> None:
         if await self.store.find_queue(path) is None:
@@ -97,7 +104,21 @@ class QueueManager:
         return await self.store.create_queue(path, settings, self.clock.now())
 
     async def get_queue(self, path_text: str) -> Queue:
-        return await self._queue(parse_queue_path(path_text))
+        """A queue by path name, or by a format name that designates a local queue."""
+        return await self._queue(self.resolve(path_text))
+
+    def resolve(self, text: str) -> QueuePath:
+        """`private$/orders`, or a format name such as `MACHINE={guid};DEADLETTER`."""
+        if "=" not in text:
+            return parse_queue_path(text)
+        name = parse_format_name(text)
+        path = local_queue_path(name, self.policy.identity)
+        if path is None:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION,
+                f"{text!r} does not designate a queue of this gateway",
+            )
+        return path
 
     async def list_queues(self) -> list[Queue]:
         return await self.store.list_queues()
@@ -109,14 +130,14 @@ class QueueManager:
 
     async def delete_queue(self, path_text: str) -> int:
         queue = await self._administered_queue(path_text)
-        return await self.store.delete_queue(queue.id)
+        return await self.store.delete_queue(queue.id, self.clock.now())
 
     async def purge_queue(self, path_text: str) -> int:
         queue = await self.get_queue(path_text)
-        return await self.store.purge_queue(queue.id)
+        return await self.store.purge_queue(queue.id, self.clock.now())
 
     async def _administered_queue(self, path_text: str) -> Queue:
-        path = parse_queue_path(path_text)
+        path = self.resolve(path_text)
         if not path.writable:
             raise MqError(
                 MqErrorCode.MQ_ERROR_ACCESS_DENIED,
@@ -136,7 +157,7 @@ class QueueManager:
         self, path_text: str, properties: MessageProperties, transaction: str | None = None
     ) -> Message:
         """Enqueue (reference §7.3). Returns the message as stored, lookup ID included."""
-        path = parse_queue_path(path_text)
+        path = self.resolve(path_text)
         if not path.writable:
             raise MqError(
                 MqErrorCode.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION,
@@ -146,9 +167,17 @@ class QueueManager:
         queue = await self._queue(path)
         held_by = await self._send_transaction(queue, transaction)
         if transaction is not None:
-            properties = dataclasses.replace(properties, priority=0)
-        new_message = self._new_message(queue, properties, held_by)
+            properties = await self._transactional(properties, held_by)
+        new_message = self._new_message(queue, properties, held_by, transaction is not None)
         return await self._enqueue(queue, new_message)
+
+    async def _transactional(self, properties: MessageProperties, held_by: str | None) -> MessageProperties:
+        """Priority 0, and (MSMQ's rule, unless configured otherwise) the TTBR of the
+        transaction's first message."""
+        ttbr = properties.time_to_be_received
+        if held_by is not None and self.config.transaction_ttbr is TransactionTtbr.FIRST_MESSAGE:
+            ttbr = await self.store.transaction_ttbr(held_by, ttbr)
+        return dataclasses.replace(properties, priority=0, time_to_be_received=ttbr)
 
     async def _send_transaction(self, queue: Queue, transaction: str | None) -> str | None:
         """Check §7.8's pairing of transactional queues and sends; return the holder."""
@@ -164,20 +193,28 @@ class QueueManager:
         return transaction
 
     def _new_message(
-        self, queue: Queue, properties: MessageProperties, transaction: str | None
+        self, queue: Queue, properties: MessageProperties, transaction: str | None, transactional: bool
     ) -> NewMessage:
+        """Deadlines from now; TTBR wins over a later TTRQ (a message never outlives its TTBR)."""
         now = self.clock.now()
-        sent = properties.sent_time or now
+        ttbr_deadline = rules.deadline(now, properties.time_to_be_received)
+        ttrq_deadline = rules.deadline(now, properties.time_to_reach_queue)
+        if ttbr_deadline is not None and (ttrq_deadline is None or ttrq_deadline > ttbr_deadline):
+            ttrq_deadline = ttbr_deadline
+        single = transactional and transaction is None
         return NewMessage(
             queue_id=queue.id,
             properties=properties,
             message_id=properties.message_id or "",
-            sent_time=sent,
+            sent_time=properties.sent_time or now,
             arrived_time=now,
             source_machine=properties.source_machine or self.guid,
-            ttbr_deadline=rules.deadline(now, properties.time_to_be_received),
-            ttrq_deadline=rules.deadline(now, properties.time_to_reach_queue),
+            ttbr_deadline=ttbr_deadline,
+            ttrq_deadline=ttrq_deadline,
             transaction_id=transaction,
+            first_in_transaction=single,
+            last_in_transaction=single,
+            transactional=transactional,
         )
 
     async def _enqueue(self, queue: Queue, new_message: NewMessage) -> Message:
@@ -189,32 +226,22 @@ class QueueManager:
                 "the queue manager is throttled or its quota is reached",
             )
         if result.outcome is EnqueueOutcome.QUEUE_QUOTA_EXCEEDED:
-            dead_lettered = await self._dead_letter(queue, new_message, MessageClass.NACK_Q_EXCEED_QUOTA)
+            dead_lettered = await self._refused(queue, new_message)
             raise MqError(
                 MqErrorCode.MQ_ERROR_INSUFFICIENT_RESOURCES,
                 f"the quota of {queue.path.url_path} is reached"
                 + ("; the message went to the dead-letter queue" if dead_lettered else ""),
             )
-        if new_message.transaction_id is None:
-            self.wakeups.signal([queue.id])
         assert result.lookup_id is not None
         return stored_message(result.lookup_id, result.message_id, new_message)
 
-    async def _dead_letter(self, queue: Queue, original: NewMessage, message_class: MessageClass) -> bool:
-        """Negative source journaling (reference §7.12): a copy with the NACK class."""
-        if not original.properties.journal & JournalFlags.DEADLETTER:
-            return False
-        dead_letter_queue = await self._queue(system_queue_path(SystemQueue.DEADLETTER))
-        copy = dataclasses.replace(
-            original,
-            queue_id=dead_letter_queue.id,
-            properties=dataclasses.replace(original.properties, message_class=message_class),
-            transaction_id=None,
-            destination_queue=queue.path.pathname,
-        )
-        info = await self.store.queue_manager_info()
-        [result] = await self.store.enqueue([copy], info.quota_kb, info.throttled)
-        return result.outcome is EnqueueOutcome.ACCEPTED
+    async def _refused(self, queue: Queue, refused: NewMessage) -> bool:
+        """Reference §7.3 step 2: a dead-letter copy (class 0x8003) and a NACK, where asked for."""
+        message = stored_message(0, refused.message_id, refused)  # no ID yet: the copy gets one
+        departure = Departure(message, queue.path, queue.settings.journal, refused.transactional)
+        placements = self.policy.consequences(departure, Reason.QUOTA_EXCEEDED, self.clock.now())
+        await self.store.place(placements, self.clock.now())
+        return any(placement.kind is PlacementKind.DEAD_LETTER for placement in placements)
 
     # -- transactions -----------------------------------------------------------------
 
@@ -241,9 +268,8 @@ class QueueManager:
         """Commit or abort; a transaction past its timeout is aborted, whatever was asked."""
         record = await self.store.get_transaction(transaction_id)
         timed_out = record is not None and record.expires_at <= self.clock.now()
-        touched = await self.store.finish_transaction(transaction_id, commit and not timed_out)
-        if touched is not None:
-            self.wakeups.signal(touched)
+        now = self.clock.now()
+        touched = await self.store.finish_transaction(transaction_id, commit and not timed_out, now)
         if touched is None or timed_out:
             raise _unknown_transaction(transaction_id)
 
@@ -263,9 +289,16 @@ class QueueManager:
 
     async def release_expired(self) -> ReleaseReport:
         """Abort expired locks and idle transactions, close idle cursors, wake readers."""
-        report = await self.store.release_expired(self.clock.now())
-        self.wakeups.signal(report.queue_ids)
-        return report
+        return await self.store.release_expired(self.clock.now())
+
+    async def expire_due(self) -> int:
+        """The sweeper's pass: remove messages past their TTBR, in batches, until none is due."""
+        total = 0
+        while True:
+            expired = await self.store.expire_due(self.clock.now(), self.config.sweep_batch)
+            total += expired
+            if expired < self.config.sweep_batch:
+                return total
 
     # -- shared by the reading operations (qm.reading) --------------------------------
 

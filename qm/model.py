@@ -122,6 +122,8 @@ class QueueManagerInfo:
     throttled: bool
     message_count: int = 0
     byte_count: int = 0
+    journal_quota_kb: int = INFINITE
+    """The computer journal's quota (positive source journaling copies)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +168,8 @@ class NewMessage:
     last_in_transaction: bool = False
     destination_queue: str | None = None
     """For a dead-lettered copy: the path of the queue it was sent to."""
+    transactional: bool = False
+    """Sent in a transaction (a single-message one included)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +192,7 @@ class Message:
     lock_tag: str | None = None
     destination_queue: str | None = None
     """For a dead-lettered or journaled copy: the path of the queue it was sent to."""
+    transactional: bool = False
 
     @property
     def body_size(self) -> int:

@@ -62,6 +62,11 @@ class QueuePath:
         return QueuePath(self.kind, self.name)
 
     @property
+    def journal_path(self) -> QueuePath:
+        """The journal queue of this queue."""
+        return QueuePath(self.kind, self.name, journal=True)
+
+    @property
     def writable(self) -> bool:
         """Applications may send only to public and private queues, never to journals."""
         return self.kind is not QueueKind.SYSTEM and not self.journal

@@ -42,21 +42,17 @@ class QueueReader:
     async def end_lock(self, tag: str, commit: bool) -> None:
         """Dequeue Message End (reference §7.9)."""
         lookup_id, token = _parse_lock_tag(tag)
-        state, queue_id = await self._qm.store.end_lock(lookup_id, token, commit, self._qm.clock.now())
+        state, _queue_id = await self._qm.store.end_lock(lookup_id, token, commit, self._qm.clock.now())
         if state is PositionState.MISSING:
             raise MqError(
                 MqErrorCode.MQ_ERROR_MESSAGE_ALREADY_RECEIVED,
-                f"the message of lock {tag!r} was already received",
+                f"the message of lock {tag!r} is gone: it was received (or the tag never existed)",
             )
-        if state is PositionState.EXPIRED:
-            self._qm.wakeups.signal([queue_id])  # the store has just put the message back
         if state is not PositionState.LOCKED:
             raise MqError(
                 MqErrorCode.MQ_ERROR_TRANSACTION_SEQUENCE,
                 f"lock {tag!r} is not held: it was ended or it expired",
             )
-        if not commit:
-            self._qm.wakeups.signal([queue_id])
 
     async def by_lookup_id(
         self,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from qm.disposal import DisposalPolicy, Placement
 from qm.model import (
     Message,
     NewMessage,
@@ -21,6 +22,7 @@ from qm.model import (
     QueueSettings,
 )
 from qm.paths import QueuePath
+from qm.wakeups import WakeUps
 
 
 class Seek(enum.Enum):
@@ -117,6 +119,10 @@ class ReleaseReport:
 
 
 class Store(Protocol):
+    def attach(self, policy: DisposalPolicy, wakeups: WakeUps) -> None:
+        """The rules for consequences, and whom to tell after a commit changed a queue."""
+        ...
+
     async def open_queue_manager(self, candidate: QueueManagerInfo) -> QueueManagerInfo:
         """Return the persisted identity, persisting `candidate` the first time."""
         ...
@@ -124,7 +130,7 @@ class Store(Protocol):
     async def queue_manager_info(self) -> QueueManagerInfo: ...
 
     async def update_queue_manager(
-        self, quota_kb: int | None, throttled: bool | None
+        self, quota_kb: int | None, throttled: bool | None, journal_quota_kb: int | None = None
     ) -> QueueManagerInfo: ...
 
     async def create_queue(self, path: QueuePath, settings: QueueSettings, now: datetime) -> Queue:
@@ -139,11 +145,11 @@ class Store(Protocol):
 
     async def update_queue(self, queue_id: int, changes: QueueChanges, now: datetime) -> Queue: ...
 
-    async def delete_queue(self, queue_id: int) -> int:
+    async def delete_queue(self, queue_id: int, now: datetime) -> int:
         """Delete the queue, its journal and their messages; return the messages dropped."""
         ...
 
-    async def purge_queue(self, queue_id: int) -> int:
+    async def purge_queue(self, queue_id: int, now: datetime) -> int:
         """Remove every available message; locked ones are removed when their lock ends."""
         ...
 
@@ -177,8 +183,22 @@ class Store(Protocol):
 
     async def touch_transaction(self, transaction_id: str, expires_at: datetime) -> bool: ...
 
-    async def finish_transaction(self, transaction_id: str, commit: bool) -> frozenset[int] | None:
+    async def finish_transaction(
+        self, transaction_id: str, commit: bool, now: datetime
+    ) -> frozenset[int] | None:
         """Commit or abort; return the queues touched, or None if it was not active."""
+        ...
+
+    async def transaction_ttbr(self, transaction_id: str, seconds: int) -> int:
+        """Record `seconds` as the transaction's first TTBR unless one is set; return that one."""
+        ...
+
+    async def expire_due(self, now: datetime, limit: int) -> int:
+        """Remove up to `limit` available messages past their TTBR (reason EXPIRED); return how many."""
+        ...
+
+    async def place(self, placements: Sequence[Placement], now: datetime) -> None:
+        """Put messages the queue manager produced (dead letters, acknowledgments) in their queues."""
         ...
 
     async def create_cursor(self, record: CursorRecord) -> None: ...

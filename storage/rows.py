@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from qm.model import (
+    INFINITE,
     Delivery,
     Message,
     MessageProperties,
@@ -83,13 +84,16 @@ def queue_values(path: QueuePath, settings: QueueSettings, now: datetime) -> dic
     }
 
 
-def manager_from_row(row: Row, totals: Row | None = None) -> QueueManagerInfo:
+def manager_from_row(
+    row: Row, totals: Row | None = None, journal_quota_kb: int = INFINITE
+) -> QueueManagerInfo:
     return QueueManagerInfo(
         guid=uuid.UUID(row["guid"]),
         quota_kb=row["quota_kb"],
         throttled=row["throttled"],
         message_count=int(totals["message_count"] or 0) if totals else 0,
         byte_count=int(totals["byte_count"] or 0) if totals else 0,
+        journal_quota_kb=journal_quota_kb,
     )
 
 
@@ -132,6 +136,7 @@ def message_values(message: NewMessage, lookup_id: int, message_id: str) -> dict
         "last_in_xact": message.last_in_transaction,
         "abort_count": 0,
         "destination_queue": message.destination_queue,
+        "transactional": message.transactional,
     }
 
 
@@ -172,6 +177,7 @@ def message_from_row(row: Row) -> Message:
         transaction_id=row["transaction_id"],
         lock_tag=row["lock_tag"],
         destination_queue=row["destination_queue"],
+        transactional=bool(row["transactional"]),
     )
 
 

@@ -94,6 +94,7 @@ messages = sa.Table(
     sa.Column("last_in_xact", sa.Boolean, nullable=False),
     sa.Column("abort_count", sa.Integer, nullable=False),
     sa.Column("destination_queue", sa.Text, nullable=True),
+    sa.Column("transactional", sa.Boolean, nullable=False, server_default=sa.false()),
     # Queue order is (queue, priority DESC, arrival); the lookup ID's high byte is
     # 7 - priority, so (queue, state, lookup_id) serves that order exactly.
     sa.Index("ix_messages_receive_order", "queue_id", "state", "lookup_id"),
@@ -110,6 +111,7 @@ transactions = sa.Table(
     sa.Column("id", sa.String(64), primary_key=True),
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Column("expires_at", sa.BigInteger, nullable=False),
+    sa.Column("first_ttbr_seconds", sa.BigInteger, nullable=True),
     sa.Index("ix_transactions_expires_at", "expires_at"),
 )
 

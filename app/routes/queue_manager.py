@@ -26,7 +26,9 @@ async def show(gateway: GatewayDep) -> QueueManagerOut:
     responses={200: example(QUEUE_MANAGER_EXAMPLE | {"throttled": True})},
 )
 async def update(body: QueueManagerUpdate, gateway: GatewayDep) -> QueueManagerOut:
-    return QueueManagerOut.of(await gateway.manager.configure(body.quota_kb, body.throttled))
+    return QueueManagerOut.of(
+        await gateway.manager.configure(body.quota_kb, body.throttled, body.journal_quota_kb)
+    )
 
 
 @router.get(

@@ -98,7 +98,11 @@ async def test_deadlines_are_absolute(manager: QueueManager, clock: SettableCloc
     await new_queue(manager, PATH)
     sent = await manager.send(PATH, MessageProperties(time_to_be_received=60, time_to_reach_queue=INFINITE))
     assert sent.ttbr_deadline == clock.now() + timedelta(seconds=60)
-    assert sent.ttrq_deadline is None
+    # TTBR wins over a later (here infinite) TTRQ: a message never outlives its TTBR.
+    assert sent.ttrq_deadline == sent.ttbr_deadline
+    both = await manager.send(PATH, MessageProperties(time_to_be_received=INFINITE, time_to_reach_queue=30))
+    assert both.ttbr_deadline is None
+    assert both.ttrq_deadline == clock.now() + timedelta(seconds=30)
 
 
 async def test_message_ids_are_unique(manager: QueueManager) -> None:

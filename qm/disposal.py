@@ -1,0 +1,156 @@
+"""What follows when a message arrives in or leaves a queue (reference §7.6, §7.12-§7.14).
+
+Pure rules: given the message, its queue and the reason, return the messages the queue
+manager itself must place — the journal copy, the dead-letter copy, the acknowledgment,
+the computer-journal copy. The store places them in the same transaction as the change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from qm import acks
+from qm.errors import MqError
+from qm.format_names import LocalIdentity, local_queue_path, parse_format_name
+from qm.model import JournalFlags, Message, MessageClass, MessageProperties
+from qm.paths import QueuePath, SystemQueue, parse_queue_path, system_queue_path
+
+
+class Reason(enum.Enum):
+    """Why a message arrived in or left its queue; the NACK class it earns, where one applies."""
+
+    ARRIVED = MessageClass.ACK_REACH_QUEUE
+    RECEIVED = MessageClass.ACK_RECEIVE
+    EXPIRED = MessageClass.NACK_RECEIVE_TIMEOUT
+    PURGED = MessageClass.NACK_Q_PURGED
+    QUEUE_DELETED = MessageClass.NACK_Q_DELETED
+    REJECTED = MessageClass.NACK_RECEIVE_REJECTED
+    REACH_QUEUE_TIMEOUT = MessageClass.NACK_REACH_QUEUE_TIMEOUT
+    QUOTA_EXCEEDED = MessageClass.NACK_Q_EXCEED_QUOTA
+
+    @property
+    def negative(self) -> bool:
+        return bool(self.value & 0x8000)
+
+
+class PlacementKind(enum.Enum):
+    JOURNAL = "journal"
+    COMPUTER_JOURNAL = "computer-journal"
+    DEAD_LETTER = "dead-letter"
+    ACKNOWLEDGMENT = "acknowledgment"
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A message the queue manager puts into one of its local queues."""
+
+    kind: PlacementKind
+    target: QueuePath
+    properties: MessageProperties
+    message_id: str
+    """Copies keep the original ID; acknowledgments get a new one (empty: assign)."""
+    sent_time: datetime
+    source_machine: uuid.UUID
+    destination_queue: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Departure:
+    """The facts about a message that decide what follows its arrival or removal."""
+
+    message: Message
+    queue: QueuePath
+    queue_journal: bool
+    transactional: bool
+
+
+class DisposalPolicy:
+    """This queue manager's rules for consequences; needs its identity to resolve queues."""
+
+    def __init__(self, identity: LocalIdentity) -> None:
+        self.identity = identity
+
+    def consequences(self, departure: Departure, reason: Reason, now: datetime) -> list[Placement]:
+        placements = []
+        if reason is Reason.RECEIVED and departure.queue_journal:
+            placements.append(self._copy(departure, PlacementKind.JOURNAL, departure.queue.journal_path))
+        if reason is Reason.ARRIVED and self._source_journaling(departure.message):
+            target = system_queue_path(SystemQueue.JOURNAL)
+            placements.append(self._copy(departure, PlacementKind.COMPUTER_JOURNAL, target))
+        if reason.negative:
+            placements.extend(self._dead_letter(departure, reason))
+        placements.extend(self._acknowledgment(departure, reason, now))
+        return placements
+
+    def _source_journaling(self, message: Message) -> bool:
+        """Positive source journaling of a message this queue manager sent (MQMSG_JOURNAL)."""
+        flags = message.properties.journal
+        return bool(flags & JournalFlags.JOURNAL) and message.source_machine == self.identity.guid
+
+    def _dead_letter(self, departure: Departure, reason: Reason) -> list[Placement]:
+        """Negative source journaling (reference §7.12): non-transactional messages to
+        DEADLETTER; transactional ones to DEADXACT when this queue manager sent them (a
+        remote sender keeps its own transactional dead-letter queue, reached by receipts)."""
+        message = departure.message
+        if not message.properties.journal & JournalFlags.DEADLETTER:
+            return []
+        if not departure.transactional:
+            target = SystemQueue.DEADLETTER
+        elif message.source_machine == self.identity.guid:
+            target = SystemQueue.DEADXACT
+        else:
+            return []
+        copy = self._copy(departure, PlacementKind.DEAD_LETTER, system_queue_path(target))
+        properties = dataclasses.replace(copy.properties, message_class=reason.value)
+        return [dataclasses.replace(copy, properties=properties)]
+
+    def _acknowledgment(self, departure: Departure, reason: Reason, now: datetime) -> list[Placement]:
+        message = departure.message
+        admin_queue = message.properties.admin_queue
+        if not admin_queue or not acks.requested(message.properties.acknowledge, reason.value):
+            return []
+        target = self.local_queue(admin_queue)
+        if target is None:
+            return []  # a remote admin queue is reached by SRMP sending, not placed here
+        properties = acks.acknowledgment(
+            message.properties,
+            message.message_id,
+            reason.value,
+            self.destination_format_name(departure.queue),
+            self.identity.guid,
+            now,
+            departure.transactional,
+        )
+        return [
+            Placement(PlacementKind.ACKNOWLEDGMENT, target, properties, "", now, self.identity.guid, None)
+        ]
+
+    def local_queue(self, text: str) -> QueuePath | None:
+        """A format name (or, for convenience, a path name) naming a local queue, else None."""
+        try:
+            if "=" not in text:
+                return parse_queue_path(text)
+            return local_queue_path(parse_format_name(text), self.identity)
+        except MqError:
+            return None
+
+    @staticmethod
+    def destination_format_name(queue: QueuePath) -> str:
+        return f"DIRECT=OS:.\\{queue.pathname}"
+
+    @staticmethod
+    def _copy(departure: Departure, kind: PlacementKind, target: QueuePath) -> Placement:
+        message = departure.message
+        return Placement(
+            kind,
+            target,
+            message.properties,
+            message.message_id,
+            message.sent_time,
+            message.source_machine,
+            departure.queue.pathname,
+        )

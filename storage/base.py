@@ -1,0 +1,164 @@
+"""What every part of the store shares: transactions, counters, inserts and the queue totals."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from qm import rules
+from qm.disposal import DisposalPolicy
+from qm.errors import MqError, MqErrorCode
+from qm.model import INFINITE, NewMessage
+from qm.store import EnqueueOutcome, EnqueueResult
+from qm.wakeups import WakeUps
+from storage import rows
+from storage.tables import AVAILABLE, message_counter, messages, queue_manager, queues
+
+m = messages.c
+q = queues.c
+
+
+class StoreBase:
+    """One database, one queue manager. Every public method of the store is one transaction."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._sqlite = engine.dialect.name == "sqlite"
+        # SQLite has one writer; queueing writers here is cheaper than busy-waiting.
+        self._write_lock = asyncio.Lock()
+        self._guid: uuid.UUID | None = None
+        self._policy: DisposalPolicy | None = None
+        self._wakeups: WakeUps | None = None
+
+    def attach(self, policy: DisposalPolicy, wakeups: WakeUps) -> None:
+        self._policy = policy
+        self._wakeups = wakeups
+
+    @property
+    def policy(self) -> DisposalPolicy | None:
+        return self._policy
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction; queues it changed for readers are signalled after the commit."""
+        changed: set[int] = set()
+        if self._sqlite:
+            async with self._write_lock, self.engine.begin() as connection:
+                connection.info["changed_queues"] = changed
+                yield connection
+        else:
+            async with self.engine.begin() as connection:
+                connection.info["changed_queues"] = changed
+                yield connection
+        if changed and self._wakeups is not None:
+            self._wakeups.signal(changed)
+
+    @staticmethod
+    def changed(connection: AsyncConnection, queue_ids: Iterable[int]) -> None:
+        """Note queues that gained available messages, to wake their readers after commit."""
+        connection.info.setdefault("changed_queues", set()).update(queue_ids)
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    def _identity(self) -> uuid.UUID:
+        if self._guid is None:
+            raise RuntimeError("open_queue_manager() must run before messages are stored")
+        return self._guid
+
+    async def insert_messages(
+        self, connection: AsyncConnection, batch: Sequence[NewMessage]
+    ) -> list[EnqueueResult]:
+        """Assign counters and lookup IDs, insert, and add to the queues' totals."""
+        if not batch:
+            return []
+        counters = await self._allocate_counters(connection, len(batch))
+        results, values = [], []
+        for item, counter in zip(batch, counters, strict=True):
+            lookup_id = rules.lookup_id_for(item.properties.priority, counter)
+            message_id = item.message_id or rules.message_id_for(self._identity(), counter)
+            values.append(rows.message_values(item, lookup_id, message_id))
+            results.append(EnqueueResult(EnqueueOutcome.ACCEPTED, lookup_id, message_id))
+        await connection.execute(sa.insert(messages), values)
+        await add_to_totals(connection, values, sign=1)
+        self.changed(connection, (value["queue_id"] for value in values if value["state"] == AVAILABLE))
+        return results
+
+    async def _allocate_counters(self, connection: AsyncConnection, count: int) -> list[int]:
+        if self._sqlite:
+            top = (
+                await connection.execute(
+                    sa.update(queue_manager)
+                    .values(counter=queue_manager.c.counter + count)
+                    .returning(queue_manager.c.counter)
+                )
+            ).scalar_one()
+            return list(range(top - count + 1, top + 1))
+        series = sa.select(message_counter.next_value()).select_from(sa.func.generate_series(1, count))
+        return sorted((await connection.execute(series)).scalars().all())
+
+    async def counter_high_water(self) -> int:
+        statement: sa.Executable
+        if self._sqlite:
+            statement = sa.select(queue_manager.c.counter)
+        else:
+            statement = sa.text("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM message_counter")
+        async with self.engine.connect() as connection:
+            return int((await connection.execute(statement)).scalar_one())
+
+    async def _lock_queues(
+        self, connection: AsyncConnection, queue_ids: Sequence[int]
+    ) -> dict[int, tuple[int, int]]:
+        """Lock the queues' rows in id order (no deadlocks); return bytes and quota of each."""
+        statement = sa.select(q.id, q.byte_count, q.quota_kb).where(q.id.in_(queue_ids)).order_by(q.id)
+        if not self._sqlite:
+            statement = statement.with_for_update()
+        found = {row.id: (row.byte_count, row.quota_kb) for row in await connection.execute(statement)}
+        if set(queue_ids) - found.keys():
+            raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted meanwhile")
+        return found
+
+    @staticmethod
+    async def _machine_bytes(connection: AsyncConnection, quota_kb: int) -> int:
+        if quota_kb == INFINITE:
+            return 0  # nothing to check against: skip the sum
+        total = (await connection.execute(sa.select(sa.func.sum(q.byte_count)))).scalar()
+        return int(total or 0)
+
+    @staticmethod
+    async def _delete_rows(connection: AsyncConnection, leaving: Iterable[Mapping[Any, Any]]) -> None:
+        ids = [row["lookup_id"] for row in leaving]
+        if ids:
+            await connection.execute(sa.delete(messages).where(m.lookup_id.in_(ids)))
+
+    async def _unlock(self, connection: AsyncConnection, held: Sequence[Mapping[Any, Any]]) -> None:
+        """End two-phase locks: the messages are available again at their places."""
+        if held:
+            await connection.execute(
+                sa.update(messages)
+                .where(m.lookup_id.in_([row["lookup_id"] for row in held]))
+                .values(state=AVAILABLE, lock_tag=None, lock_expires_at=None)
+            )
+            self.changed(connection, (row["queue_id"] for row in held))
+
+
+async def add_to_totals(connection: AsyncConnection, changed: Iterable[Mapping[Any, Any]], sign: int) -> None:
+    """Keep each queue's message count and bytes in step with inserts (+1) and deletes (-1)."""
+    counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for row in changed:
+        counts[row["queue_id"]][0] += 1
+        counts[row["queue_id"]][1] += row["body_size"]
+    for queue_id in sorted(counts):
+        number, size = counts[queue_id]
+        await connection.execute(
+            sa.update(queues)
+            .where(q.id == queue_id)
+            .values(message_count=q.message_count + sign * number, byte_count=q.byte_count + sign * size)
+        )

@@ -1,0 +1,103 @@
+"""Carry out, inside one transaction, what follows an arrival or a removal (qm.disposal)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from qm import rules
+from qm.disposal import Departure, Placement, Reason
+from qm.model import NewMessage
+from qm.paths import QueueKind, QueuePath
+from storage import rows
+from storage.base import add_to_totals
+from storage.tables import messages, queues
+
+if TYPE_CHECKING:
+    from storage.base import StoreBase
+
+q = queues.c
+m = messages.c
+log = logging.getLogger(__name__)
+
+
+class Consequences:
+    """Totals, journal and dead-letter copies and acknowledgments, in the caller's transaction."""
+
+    def __init__(self, store: StoreBase, connection: AsyncConnection, now: datetime) -> None:
+        self._store = store
+        self._connection = connection
+        self._now = now
+
+    async def removed(self, gone: Sequence[Mapping[Any, Any]], reason: Reason | None) -> None:
+        """Rows just deleted from `messages`: subtract them, then place what their removal earns."""
+        if not gone:
+            return
+        await add_to_totals(self._connection, gone, sign=-1)
+        if reason is not None:
+            await self.follow(gone, reason)
+
+    async def follow(self, affected: Sequence[Mapping[Any, Any]], reason: Reason) -> None:
+        """Place what the policy asks for each message (for ARRIVED: rows now available)."""
+        policy = self._store.policy
+        if policy is None or not affected:
+            return
+        queues_of = await self._queue_facts({row["queue_id"] for row in affected})
+        placements: list[Placement] = []
+        for row in affected:
+            path, journal = queues_of[row["queue_id"]]
+            departure = Departure(rows.message_from_row(row), path, journal, bool(row["transactional"]))
+            placements.extend(policy.consequences(departure, reason, self._now))
+        await self.place(placements)
+
+    async def place(self, placements: Sequence[Placement]) -> None:
+        """Insert each placement in its target queue, within the target's quota; drop the rest."""
+        if not placements:
+            return
+        targets = await self._targets({placement.target.key for placement in placements})
+        accepted: list[NewMessage] = []
+        for placement in placements:
+            target = targets.get(placement.target.key)
+            size = rules.stored_size(placement.properties)
+            if target is None or rules.exceeds(target[1] + size, target[2]):
+                log.info(
+                    "dropped a %s copy for %s: no room there", placement.kind.value, placement.target.url_path
+                )
+                continue
+            targets[placement.target.key] = (target[0], target[1] + size, target[2])
+            accepted.append(_new_message(placement, target[0], self._now))
+        await self._store.insert_messages(self._connection, accepted)
+
+    async def _queue_facts(self, queue_ids: Iterable[int]) -> dict[int, tuple[QueuePath, bool]]:
+        statement = sa.select(q.id, q.kind, q.name, q.journal_of, q.journal).where(q.id.in_(list(queue_ids)))
+        return {
+            row.id: (QueuePath(QueueKind(row.kind), row.name, row.journal_of is not None), row.journal)
+            for row in await self._connection.execute(statement)
+        }
+
+    async def _targets(self, keys: Iterable[str]) -> dict[str, tuple[int, int, int]]:
+        statement = sa.select(q.path_key, q.id, q.byte_count, q.quota_kb).where(q.path_key.in_(list(keys)))
+        return {
+            row.path_key: (row.id, row.byte_count, row.quota_kb)
+            for row in await self._connection.execute(statement)
+        }
+
+
+def _new_message(placement: Placement, queue_id: int, now: datetime) -> NewMessage:
+    """Copies and acknowledgments do not expire where the queue manager puts them."""
+    return NewMessage(
+        queue_id=queue_id,
+        properties=placement.properties,
+        message_id=placement.message_id,
+        sent_time=placement.sent_time,
+        arrived_time=now,
+        source_machine=placement.source_machine,
+        ttbr_deadline=None,
+        ttrq_deadline=None,
+        destination_queue=placement.destination_queue,
+    )

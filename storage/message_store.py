@@ -1,0 +1,136 @@
+"""Messages: enqueue with the quota rules, peek and browse, claims, two-phase lock ends."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from qm import rules
+from qm.disposal import Placement, Reason
+from qm.model import Message, NewMessage, Queue
+from qm.store import Claim, ClaimKind, EnqueueOutcome, EnqueueResult, PositionState, Selector
+from storage import rows, statements
+from storage.base import StoreBase
+from storage.consequences import Consequences
+from storage.tables import LOCKED, TXN_DEQUEUE, messages
+
+m = messages.c
+
+
+class MessageStore(StoreBase):
+    async def enqueue(
+        self, batch: Sequence[NewMessage], quota_kb: int, throttled: bool
+    ) -> list[EnqueueResult]:
+        """Insert in one transaction, applying the §7.3 quota rules message by message."""
+        async with self._transaction() as connection:
+            totals = await self._lock_queues(connection, sorted({item.queue_id for item in batch}))
+            machine_bytes = await self._machine_bytes(connection, quota_kb)
+            outcomes = []
+            for item in batch:
+                size = rules.stored_size(item.properties)
+                queue_bytes, queue_quota = totals[item.queue_id]
+                outcome = rules.admit(size, queue_bytes, queue_quota, machine_bytes, quota_kb, throttled)
+                if outcome is EnqueueOutcome.ACCEPTED:
+                    totals[item.queue_id] = (queue_bytes + size, queue_quota)
+                    machine_bytes += size
+                outcomes.append(outcome)
+            accepted = [
+                item
+                for item, outcome in zip(batch, outcomes, strict=True)
+                if outcome is EnqueueOutcome.ACCEPTED
+            ]
+            placed = await self.insert_messages(connection, accepted)
+            arrived = [
+                rows.message_values(item, result.lookup_id or 0, result.message_id)
+                for item, result in zip(accepted, placed, strict=True)
+                if item.transaction_id is None
+            ]
+            if arrived:
+                await Consequences(self, connection, accepted[0].arrived_time).follow(arrived, Reason.ARRIVED)
+        placed_iter = iter(placed)
+        return [
+            next(placed_iter) if outcome is EnqueueOutcome.ACCEPTED else EnqueueResult(outcome)
+            for outcome in outcomes
+        ]
+
+    async def place(self, placements: Sequence[Placement], now: datetime) -> None:
+        async with self._transaction() as connection:
+            await Consequences(self, connection, now).place(placements)
+
+    async def peek(self, queue_id: int, selector: Selector, now: datetime) -> Message | None:
+        target = statements.select_target(queue_id, selector, rows.to_us(now), lock_rows=False)
+        statement = sa.select(messages).where(m.lookup_id == target.scalar_subquery())
+        async with self.engine.connect() as connection:
+            row = (await connection.execute(statement)).mappings().first()
+        return None if row is None else rows.message_from_row(row)
+
+    async def browse(self, queue_id: int, after: int, limit: int, now: datetime) -> list[Message]:
+        statement = (
+            sa.select(messages)
+            .where(statements.available_in(queue_id, rows.to_us(now)), m.lookup_id > after)
+            .order_by(m.lookup_id)
+            .limit(limit)
+        )
+        async with self.engine.connect() as connection:
+            found = (await connection.execute(statement)).mappings().all()
+        return [rows.message_from_row(row) for row in found]
+
+    async def take(self, queue: Queue, selector: Selector, now: datetime, claim: Claim) -> Message | None:
+        target = statements.select_target(queue.id, selector, rows.to_us(now), lock_rows=not self._sqlite)
+        where = m.lookup_id == target.scalar_subquery()
+        async with self._transaction() as connection:
+            if claim.kind is ClaimKind.RECEIVE:
+                statement: Any = sa.delete(messages).where(where)
+            else:
+                statement = sa.update(messages).where(where).values(**_hold(claim))
+            row = (await connection.execute(statement.returning(*messages.c))).mappings().first()
+            if row is not None and claim.kind is ClaimKind.RECEIVE:
+                await Consequences(self, connection, now).removed([row], Reason.RECEIVED)
+        return None if row is None else rows.message_from_row(row)
+
+    async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState:
+        statement = sa.select(m.state, m.ttbr_deadline).where(
+            m.lookup_id == lookup_id, m.queue_id == queue_id
+        )
+        async with self.engine.connect() as connection:
+            row = (await connection.execute(statement)).first()
+        if row is None:
+            return PositionState.MISSING
+        if row.state == LOCKED:
+            return PositionState.LOCKED
+        if row.ttbr_deadline is not None and row.ttbr_deadline <= rows.to_us(now):
+            return PositionState.EXPIRED
+        return PositionState.AVAILABLE
+
+    async def end_lock(
+        self, lookup_id: int, tag: str, commit: bool, now: datetime
+    ) -> tuple[PositionState, int]:
+        async with self._transaction() as connection:
+            statement = sa.select(messages).where(m.lookup_id == lookup_id)
+            if not self._sqlite:
+                statement = statement.with_for_update()
+            row = (await connection.execute(statement)).mappings().first()
+            if row is None:
+                return PositionState.MISSING, 0
+            if row["lock_tag"] != tag:
+                return PositionState.AVAILABLE, row["queue_id"]
+            if row["lock_expires_at"] <= rows.to_us(now):
+                await self._unlock(connection, [row])
+                return PositionState.EXPIRED, row["queue_id"]
+            if commit or row["purge_pending"]:
+                await self._delete_rows(connection, [row])
+                reason = Reason.RECEIVED if commit else Reason.PURGED
+                await Consequences(self, connection, now).removed([row], reason)
+            else:
+                await self._unlock(connection, [row])
+            return PositionState.LOCKED, row["queue_id"]
+
+
+def _hold(claim: Claim) -> dict[str, Any]:
+    if claim.kind is ClaimKind.TRANSACTION:
+        return {"state": LOCKED, "transaction_id": claim.owner, "txn_op": TXN_DEQUEUE}
+    assert claim.expires_at is not None
+    return {"state": LOCKED, "lock_tag": claim.owner, "lock_expires_at": rows.to_us(claim.expires_at)}

@@ -1,0 +1,247 @@
+"""Queue manager identity and machine quota; queues: create, find, update, purge, delete."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from qm.disposal import Reason
+from qm.errors import MqError, MqErrorCode
+from qm.model import INFINITE, Queue, QueueChanges, QueueManagerInfo, QueueSettings
+from qm.paths import QueuePath, SystemQueue, system_queue_path
+from storage import rows
+from storage.base import StoreBase
+from storage.consequences import Consequences
+from storage.tables import AVAILABLE, LOCKED, cursors, messages, queue_manager, queues
+
+m = messages.c
+q = queues.c
+_MANAGER_ROW = 1
+_BATCH = 500
+_COMPUTER_JOURNAL_KEY = system_queue_path(SystemQueue.JOURNAL).key
+
+
+class QueueStore(StoreBase):
+    # -- queue manager ----------------------------------------------------------------
+
+    async def open_queue_manager(self, candidate: QueueManagerInfo) -> QueueManagerInfo:
+        async with self._transaction() as connection:
+            row = await self._manager_row(connection)
+            if row is None:
+                await connection.execute(
+                    sa.insert(queue_manager)
+                    .prefix_with("OR IGNORE", dialect="sqlite")
+                    .values(
+                        id=_MANAGER_ROW,
+                        guid=str(candidate.guid),
+                        quota_kb=candidate.quota_kb,
+                        throttled=candidate.throttled,
+                        counter=0,
+                        created_at=rows.to_us(datetime.now(UTC)),
+                    )
+                )
+                row = await self._manager_row(connection)
+            assert row is not None
+            info = rows.manager_from_row(row)
+        self._guid = info.guid
+        return info
+
+    async def queue_manager_info(self) -> QueueManagerInfo:
+        async with self.engine.connect() as connection:
+            row = await self._manager_row(connection)
+            totals = (
+                (
+                    await connection.execute(
+                        sa.select(
+                            sa.func.sum(q.message_count).label("message_count"),
+                            sa.func.sum(q.byte_count).label("byte_count"),
+                        )
+                    )
+                )
+                .mappings()
+                .one()
+            )
+            journal_quota = (
+                await connection.execute(sa.select(q.quota_kb).where(q.path_key == _COMPUTER_JOURNAL_KEY))
+            ).scalar()
+        if row is None:
+            raise MqError(MqErrorCode.MQ_ERROR_SERVICE_NOT_AVAILABLE, "the store is not initialised")
+        return rows.manager_from_row(row, totals, journal_quota if journal_quota is not None else INFINITE)
+
+    async def update_queue_manager(
+        self, quota_kb: int | None, throttled: bool | None, journal_quota_kb: int | None = None
+    ) -> QueueManagerInfo:
+        values: dict[str, Any] = {}
+        if quota_kb is not None:
+            values["quota_kb"] = quota_kb
+        if throttled is not None:
+            values["throttled"] = throttled
+        async with self._transaction() as connection:
+            if values:
+                await connection.execute(sa.update(queue_manager).values(**values))
+            if journal_quota_kb is not None:
+                computer_journal = q.path_key == _COMPUTER_JOURNAL_KEY
+                await connection.execute(
+                    sa.update(queues).where(computer_journal).values(quota_kb=journal_quota_kb)
+                )
+        return await self.queue_manager_info()
+
+    @staticmethod
+    async def _manager_row(connection: AsyncConnection) -> sa.RowMapping | None:
+        result = await connection.execute(sa.select(queue_manager).where(queue_manager.c.id == _MANAGER_ROW))
+        return result.mappings().first()
+
+    # -- queues -----------------------------------------------------------------------
+
+    async def create_queue(self, path: QueuePath, settings: QueueSettings, now: datetime) -> Queue:
+        try:
+            async with self._transaction() as connection:
+                values = rows.queue_values(path, settings, now)
+                queue_id = (
+                    await connection.execute(sa.insert(queues).values(values).returning(q.id))
+                ).scalar_one()
+                journal_id = None
+                if path.writable:
+                    journal_id = await self._create_journal(connection, queue_id, path, settings, now)
+        except sa.exc.IntegrityError:
+            raise MqError(MqErrorCode.MQ_ERROR_QUEUE_EXISTS, f"{path.url_path} already exists") from None
+        created = await self.get_queue(queue_id)
+        assert created is not None and (journal_id is None or created.journal_queue_id == journal_id)
+        return created
+
+    @staticmethod
+    async def _create_journal(
+        connection: AsyncConnection, queue_id: int, path: QueuePath, settings: QueueSettings, now: datetime
+    ) -> int:
+        journal_path = QueuePath(path.kind, path.name, journal=True)
+        journal_settings = QueueSettings(quota_kb=settings.journal_quota_kb)
+        values = rows.queue_values(journal_path, journal_settings, now) | {"journal_of": queue_id}
+        return int((await connection.execute(sa.insert(queues).values(values).returning(q.id))).scalar_one())
+
+    async def find_queue(self, path: QueuePath) -> Queue | None:
+        return await self._one_queue(q.path_key == path.key)
+
+    async def get_queue(self, queue_id: int) -> Queue | None:
+        return await self._one_queue(q.id == queue_id)
+
+    async def _one_queue(self, condition: sa.ColumnElement[bool]) -> Queue | None:
+        journal = queues.alias("journal_queue")
+        statement = (
+            sa.select(queues, journal.c.id.label("journal_queue_id"))
+            .outerjoin(journal, journal.c.journal_of == q.id)
+            .where(condition)
+        )
+        async with self.engine.connect() as connection:
+            row = (await connection.execute(statement)).mappings().first()
+        return None if row is None else rows.queue_from_row(row, row["journal_queue_id"])
+
+    async def list_queues(self) -> list[Queue]:
+        journal = queues.alias("journal_queue")
+        statement = (
+            sa.select(queues, journal.c.id.label("journal_queue_id"))
+            .outerjoin(journal, journal.c.journal_of == q.id)
+            .order_by(q.path_key)
+        )
+        async with self.engine.connect() as connection:
+            found = (await connection.execute(statement)).mappings().all()
+        return [rows.queue_from_row(row, row["journal_queue_id"]) for row in found]
+
+    async def update_queue(self, queue_id: int, changes: QueueChanges, now: datetime) -> Queue:
+        values = {name: value for name, value in _changed(changes).items()}
+        async with self._transaction() as connection:
+            await connection.execute(
+                sa.update(queues).where(q.id == queue_id).values(**values, modified_at=rows.to_us(now))
+            )
+            if changes.journal_quota_kb is not None:
+                await connection.execute(
+                    sa.update(queues)
+                    .where(q.journal_of == queue_id)
+                    .values(quota_kb=changes.journal_quota_kb, modified_at=rows.to_us(now))
+                )
+        updated = await self.get_queue(queue_id)
+        if updated is None:
+            raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted meanwhile")
+        return updated
+
+    async def delete_queue(self, queue_id: int, now: datetime) -> int:
+        """Every message of the queue leaves with reason QUEUE_DELETED, then the queue and journal go."""
+        async with self._transaction() as connection:
+            family = sa.select(q.id).where(sa.or_(q.id == queue_id, q.journal_of == queue_id))
+            consequences = Consequences(self, connection, now)
+            followed = await self._remove_followed(
+                connection, m.queue_id == queue_id, consequences, Reason.QUEUE_DELETED
+            )
+            dropped = await connection.execute(sa.delete(messages).where(m.queue_id.in_(family)))
+            await connection.execute(sa.delete(cursors).where(cursors.c.queue_id.in_(family)))
+            await connection.execute(sa.delete(queues).where(q.journal_of == queue_id))
+            await connection.execute(sa.delete(queues).where(q.id == queue_id))
+        return followed + int(dropped.rowcount)
+
+    async def purge_queue(self, queue_id: int, now: datetime) -> int:
+        """Available messages leave with reason PURGED; locked ones when their lock ends."""
+        # Message rows first and the queue's totals last, as every other removal does:
+        # locking the queue row first deadlocked with a receive holding a message row.
+        available = sa.and_(m.queue_id == queue_id, m.state == AVAILABLE)
+        async with self._transaction() as connection:
+            consequences = Consequences(self, connection, now)
+            followed = await self._remove_followed(connection, available, consequences, Reason.PURGED)
+            if self._sqlite:  # one writer: the rows counted are the rows deleted
+                number, size = (await connection.execute(_count_and_size(m.body_size, available))).one()
+                await connection.execute(sa.delete(messages).where(available))
+            else:
+                gone = sa.delete(messages).where(available).returning(m.body_size).cte("gone")
+                number, size = (await connection.execute(_count_and_size(gone.c.body_size))).one()
+            locked = sa.and_(m.queue_id == queue_id, m.state == LOCKED)
+            await connection.execute(sa.update(messages).where(locked).values(purge_pending=True))
+            await connection.execute(
+                sa.update(queues)
+                .where(q.id == queue_id)
+                .values(message_count=q.message_count - number, byte_count=q.byte_count - size)
+            )
+        return followed + int(number)
+
+    async def _remove_followed(
+        self,
+        connection: AsyncConnection,
+        where: sa.ColumnElement[bool],
+        consequences: Consequences,
+        reason: Reason,
+    ) -> int:
+        """Remove, in batches, the messages whose removal has consequences (dead-letter copies,
+        negative acknowledgments); the caller removes the rest in bulk. The queue manager's own
+        queues (journals, dead-letter queues) have none."""
+        if self.policy is None:
+            return 0
+        followed = 0
+        while True:
+            batch = sa.select(m.lookup_id).where(where, _has_consequences(), _in_application_queue())
+            statement = sa.delete(messages).where(m.lookup_id.in_(batch.limit(_BATCH)))
+            gone = (await connection.execute(statement.returning(*messages.c))).mappings().all()
+            await consequences.removed(gone, reason)
+            followed += len(gone)
+            if len(gone) < _BATCH:
+                return followed
+
+
+def _in_application_queue() -> sa.ColumnElement[bool]:
+    application = sa.select(q.id).where(q.kind != "system", q.journal_of.is_(None))
+    return m.queue_id.in_(application)
+
+
+def _has_consequences() -> sa.ColumnElement[bool]:
+    """Asked for a dead-letter copy (MQMSG_DEADLETTER) or a negative receive acknowledgment."""
+    dead_letter = m.journal.op("&")(1) != 0
+    negative_ack = sa.and_(m.acknowledge.op("&")(8) != 0, m.admin_queue.is_not(None))
+    return sa.or_(dead_letter, negative_ack)
+
+
+def _count_and_size(body_size: sa.ColumnElement[int], *where: sa.ColumnElement[bool]) -> sa.Select[int, int]:
+    return sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(body_size), 0)).where(*where)
+
+
+def _changed(changes: QueueChanges) -> dict[str, Any]:
+    fields = ("label", "quota_kb", "journal", "journal_quota_kb", "base_priority")
+    return {name: getattr(changes, name) for name in fields if getattr(changes, name) is not None}

@@ -1,0 +1,193 @@
+"""Transactions, cursors, and housekeeping: expired locks, idle transactions, TTBR expiry."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from qm.disposal import Reason
+from qm.store import CursorRecord, ReleaseReport, TransactionRecord
+from storage import rows
+from storage.base import StoreBase
+from storage.consequences import Consequences
+from storage.tables import AVAILABLE, TXN_DEQUEUE, TXN_ENQUEUE, cursors, messages, transactions
+
+m = messages.c
+t = transactions.c
+Row = Mapping[Any, Any]
+
+
+class TransactionStore(StoreBase):
+    async def create_transaction(self, record: TransactionRecord) -> None:
+        async with self._transaction() as connection:
+            await connection.execute(
+                sa.insert(transactions).values(
+                    id=record.id,
+                    created_at=rows.to_us(record.created_at),
+                    expires_at=rows.to_us(record.expires_at),
+                )
+            )
+
+    async def get_transaction(self, transaction_id: str) -> TransactionRecord | None:
+        async with self.engine.connect() as connection:
+            statement = sa.select(transactions).where(t.id == transaction_id)
+            row = (await connection.execute(statement)).mappings().first()
+        return None if row is None else rows.transaction_from_row(row)
+
+    async def touch_transaction(self, transaction_id: str, expires_at: datetime) -> bool:
+        async with self._transaction() as connection:
+            result = await connection.execute(
+                sa.update(transactions)
+                .where(t.id == transaction_id)
+                .values(expires_at=rows.to_us(expires_at))
+            )
+        return bool(result.rowcount)
+
+    async def transaction_ttbr(self, transaction_id: str, seconds: int) -> int:
+        async with self._transaction() as connection:
+            await connection.execute(
+                sa.update(transactions)
+                .where(t.id == transaction_id, t.first_ttbr_seconds.is_(None))
+                .values(first_ttbr_seconds=seconds)
+            )
+            first = await connection.execute(sa.select(t.first_ttbr_seconds).where(t.id == transaction_id))
+            value = first.scalar()
+        return seconds if value is None else int(value)
+
+    async def finish_transaction(
+        self, transaction_id: str, commit: bool, now: datetime
+    ) -> frozenset[int] | None:
+        async with self._transaction() as connection:
+            return await self._finish(connection, transaction_id, commit, now)
+
+    async def _finish(
+        self, connection: AsyncConnection, transaction_id: str, commit: bool, now: datetime
+    ) -> frozenset[int] | None:
+        gone = await connection.execute(sa.delete(transactions).where(t.id == transaction_id))
+        if not gone.rowcount:
+            return None
+        statement = sa.select(messages).where(m.transaction_id == transaction_id).order_by(m.lookup_id)
+        held = (await connection.execute(statement)).mappings().all()
+        consequences = Consequences(self, connection, now)
+        if commit:
+            await self._commit_rows(connection, held, consequences, now)
+        else:
+            await self._abort_rows(connection, held, consequences)
+        touched = frozenset(row["queue_id"] for row in held)
+        self.changed(connection, touched)
+        return touched
+
+    async def _commit_rows(
+        self, connection: AsyncConnection, held: Sequence[Row], consequences: Consequences, now: datetime
+    ) -> None:
+        """Received messages leave (journaled, acknowledged); sent ones reach their queues —
+        unless their time to reach the queue ran out first — with first/last marked."""
+        received = [row for row in held if row["txn_op"] == TXN_DEQUEUE]
+        purged = [row for row in held if row["txn_op"] == TXN_ENQUEUE and row["purge_pending"]]
+        sent = [row for row in held if row["txn_op"] == TXN_ENQUEUE and not row["purge_pending"]]
+        late = [row for row in sent if _past(row["ttrq_deadline"], now)]
+        arriving = [row for row in sent if not _past(row["ttrq_deadline"], now)]
+        await self._delete_rows(connection, [*received, *purged, *late])
+        await consequences.removed(received, Reason.RECEIVED)
+        await consequences.removed(purged, Reason.PURGED)
+        await consequences.removed(late, Reason.REACH_QUEUE_TIMEOUT)
+        if not arriving:
+            return
+        ids = [row["lookup_id"] for row in arriving]
+        await connection.execute(
+            sa.update(messages)
+            .where(m.lookup_id.in_(ids))
+            .values(
+                state=AVAILABLE,
+                transaction_id=None,
+                txn_op=None,
+                first_in_xact=m.lookup_id == ids[0],
+                last_in_xact=m.lookup_id == ids[-1],
+            )
+        )
+        await consequences.follow(arriving, Reason.ARRIVED)
+
+    async def _abort_rows(
+        self, connection: AsyncConnection, held: Sequence[Row], consequences: Consequences
+    ) -> None:
+        """Sent messages vanish; received ones return to their place, abort count + 1."""
+        leaving = [row for row in held if row["txn_op"] == TXN_ENQUEUE or row["purge_pending"]]
+        returning = [row["lookup_id"] for row in held if row not in leaving]
+        await self._delete_rows(connection, leaving)
+        purged = [row for row in leaving if row["txn_op"] == TXN_DEQUEUE]
+        await consequences.removed([row for row in leaving if row not in purged], None)
+        await consequences.removed(purged, Reason.PURGED)
+        if returning:
+            await connection.execute(
+                sa.update(messages)
+                .where(m.lookup_id.in_(returning))
+                .values(state=AVAILABLE, transaction_id=None, txn_op=None, abort_count=m.abort_count + 1)
+            )
+
+    # -- cursors ----------------------------------------------------------------------
+
+    async def create_cursor(self, record: CursorRecord) -> None:
+        async with self._transaction() as connection:
+            await connection.execute(sa.insert(cursors).values(rows.cursor_values(record)))
+
+    async def get_cursor(self, cursor_id: str) -> CursorRecord | None:
+        async with self.engine.connect() as connection:
+            statement = sa.select(cursors).where(cursors.c.id == cursor_id)
+            row = (await connection.execute(statement)).mappings().first()
+        return None if row is None else rows.cursor_from_row(row)
+
+    async def save_cursor(self, record: CursorRecord) -> None:
+        async with self._transaction() as connection:
+            await connection.execute(
+                sa.update(cursors).where(cursors.c.id == record.id).values(rows.cursor_values(record))
+            )
+
+    async def delete_cursor(self, cursor_id: str) -> bool:
+        async with self._transaction() as connection:
+            result = await connection.execute(sa.delete(cursors).where(cursors.c.id == cursor_id))
+        return bool(result.rowcount)
+
+    # -- housekeeping -----------------------------------------------------------------
+
+    async def release_expired(self, now: datetime) -> ReleaseReport:
+        now_us = rows.to_us(now)
+        async with self._transaction() as connection:
+            expired_locks = sa.select(messages).where(m.lock_tag.is_not(None), m.lock_expires_at <= now_us)
+            locked = (await connection.execute(expired_locks)).mappings().all()
+            purged = [row for row in locked if row["purge_pending"]]
+            await self._delete_rows(connection, purged)
+            await Consequences(self, connection, now).removed(purged, Reason.PURGED)
+            await self._unlock(connection, [row for row in locked if not row["purge_pending"]])
+            idle = sa.select(t.id).where(t.expires_at <= now_us)
+            expired = (await connection.execute(idle)).scalars().all()
+            touched = {row["queue_id"] for row in locked}
+            for transaction_id in expired:
+                touched |= await self._finish(connection, transaction_id, False, now) or set()
+            closed = await connection.execute(sa.delete(cursors).where(cursors.c.expires_at <= now_us))
+        return ReleaseReport(len(locked), len(expired), int(closed.rowcount), frozenset(touched))
+
+    async def expire_due(self, now: datetime, limit: int) -> int:
+        """One set-based batch: the available messages whose TTBR deadline passed, oldest
+        deadline first, found through the deadline index (never by scanning a queue)."""
+        now_us = rows.to_us(now)
+        due = (
+            sa.select(m.lookup_id)
+            .where(m.ttbr_deadline <= now_us, m.state == AVAILABLE)
+            .order_by(m.ttbr_deadline)
+            .limit(limit)
+        )
+        if not self._sqlite:
+            due = due.with_for_update(skip_locked=True)  # several processes: no double handling
+        async with self._transaction() as connection:
+            statement = sa.delete(messages).where(m.lookup_id.in_(due)).returning(*messages.c)
+            gone = (await connection.execute(statement)).mappings().all()
+            await Consequences(self, connection, now).removed(gone, Reason.EXPIRED)
+        return len(gone)
+
+
+def _past(deadline_us: int | None, now: datetime) -> bool:
+    return deadline_us is not None and deadline_us <= rows.to_us(now)
