@@ -12,7 +12,7 @@ from fastapi import APIRouter, FastAPI
 from app import errors, openapi
 from app.gateway import Gateway
 from app.housekeeping import background_tasks
-from app.routes import cursors, lookup, messages, queue_manager, queues, transactions
+from app.routes import cursors, lookup, messages, queue_manager, queues, srmp, transactions
 from app.settings import Settings, load_settings
 from qm.clock import Clock, SystemClock
 from qm.cursors import CursorService
@@ -55,6 +55,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
 
     app = FastAPI(title="msmq-gateway", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     errors.install(app)
+    app.add_middleware(srmp.VirtualDirectoryCase, virtual_directory=settings.srmp_virtual_directory)
     openapi.install(app)
     # lookup before messages: `{path:path}/receive` would also match `.../messages/first/receive`.
     for router in (
@@ -64,6 +65,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         lookup.router,
         messages.router,
         queues.router,
+        srmp.router,
     ):
         app.include_router(router)
     tail = APIRouter()

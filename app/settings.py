@@ -12,6 +12,7 @@ from sqlalchemy.engine import make_url
 
 from qm.config import DEFAULT_MAX_BODY_BYTES, ManagerConfig, TransactionTtbr
 from qm.model import INFINITE
+from soap.times import LayoutMismatch, TimerMapping
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/msmq-gateway.db"
 
@@ -49,6 +50,15 @@ class Settings(BaseSettings):
         description="first-message: MSMQ's rule (a transaction's messages get its first message's TTBR); "
         "per-message: each keeps its own",
     )
+    srmp_timer_mapping: TimerMapping = Field(
+        TimerMapping.SDK,
+        description="sdk: <Msmq><TTrq> holds the TTBR deadline, <expiresAt> the TTRQ; wire-example: reverse",
+    )
+    srmp_timer_layout_mismatch: LayoutMismatch = Field(
+        LayoutMismatch.SWAP,
+        description="When the TTRQ deadline read is later than the TTBR's: swap them, or clamp the TTRQ",
+    )
+    srmp_virtual_directory: str = Field("msmq", description="First path segment of SRMP URLs")
     wake_poll_interval_s: float = Field(
         1.0, gt=0, description="How soon a waiting receive notices a message sent by another process"
     )

@@ -32,3 +32,5 @@ class ManagerConfig:
     """Names and addresses that designate this gateway in format names (lower case)."""
     transaction_ttbr: TransactionTtbr = TransactionTtbr.FIRST_MESSAGE
     sweep_batch: int = 500
+    duplicate_window_s: float = 1800.0
+    """How long received SRMP message IDs are remembered for duplicate elimination."""

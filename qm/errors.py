@@ -48,3 +48,11 @@ class MqError(Exception):
         super().__init__(f"{code.name} ({code.hex}): {detail}")
         self.code = code
         self.detail = detail
+
+
+class QuotaExceeded(MqError):
+    """Reference §7.3 statuses 1 and 2: the queue's quota, or the machine's (or throttled)."""
+
+    def __init__(self, detail: str, machine: bool) -> None:
+        super().__init__(MqErrorCode.MQ_ERROR_INSUFFICIENT_RESOURCES, detail)
+        self.machine = machine

@@ -13,7 +13,7 @@ from qm import rules
 from qm.clock import Clock
 from qm.config import ManagerConfig, TransactionTtbr
 from qm.disposal import Departure, DisposalPolicy, PlacementKind, Reason
-from qm.errors import MqError, MqErrorCode
+from qm.errors import MqError, MqErrorCode, QuotaExceeded
 from qm.format_names import LocalIdentity, local_queue_path, parse_format_name
 from qm.model import (
     INFINITE,
@@ -157,6 +157,19 @@ class QueueManager:
         self, path_text: str, properties: MessageProperties, transaction: str | None = None
     ) -> Message:
         """Enqueue (reference §7.3). Returns the message as stored, lookup ID included."""
+        sent = await self.deliver(path_text, properties, transaction)
+        assert sent is not None  # without a duplicate key nothing is a duplicate
+        return sent
+
+    async def deliver(
+        self,
+        path_text: str,
+        properties: MessageProperties,
+        transaction: str | None = None,
+        duplicate_key: str | None = None,
+    ) -> Message | None:
+        """Enqueue a message that may arrive more than once (SRMP retries): None when
+        `duplicate_key` was seen within the duplicate window, and nothing is stored."""
         path = self.resolve(path_text)
         if not path.writable:
             raise MqError(
@@ -169,7 +182,7 @@ class QueueManager:
         if transaction is not None:
             properties = await self._transactional(properties, held_by)
         new_message = self._new_message(queue, properties, held_by, transaction is not None)
-        return await self._enqueue(queue, new_message)
+        return await self._enqueue(queue, dataclasses.replace(new_message, duplicate_key=duplicate_key))
 
     async def _transactional(self, properties: MessageProperties, held_by: str | None) -> MessageProperties:
         """Priority 0, and (MSMQ's rule, unless configured otherwise) the TTBR of the
@@ -217,20 +230,19 @@ class QueueManager:
             transactional=transactional,
         )
 
-    async def _enqueue(self, queue: Queue, new_message: NewMessage) -> Message:
+    async def _enqueue(self, queue: Queue, new_message: NewMessage) -> Message | None:
         info = await self.store.queue_manager_info()
         [result] = await self.store.enqueue([new_message], info.quota_kb, info.throttled)
+        if result.outcome is EnqueueOutcome.DUPLICATE:
+            return None
         if result.outcome is EnqueueOutcome.QUEUE_MANAGER_QUOTA_EXCEEDED:
-            raise MqError(
-                MqErrorCode.MQ_ERROR_INSUFFICIENT_RESOURCES,
-                "the queue manager is throttled or its quota is reached",
-            )
+            raise QuotaExceeded("the queue manager is throttled or its quota is reached", machine=True)
         if result.outcome is EnqueueOutcome.QUEUE_QUOTA_EXCEEDED:
             dead_lettered = await self._refused(queue, new_message)
-            raise MqError(
-                MqErrorCode.MQ_ERROR_INSUFFICIENT_RESOURCES,
+            raise QuotaExceeded(
                 f"the quota of {queue.path.url_path} is reached"
                 + ("; the message went to the dead-letter queue" if dead_lettered else ""),
+                machine=False,
             )
         assert result.lookup_id is not None
         return stored_message(result.lookup_id, result.message_id, new_message)
@@ -289,7 +301,9 @@ class QueueManager:
 
     async def release_expired(self) -> ReleaseReport:
         """Abort expired locks and idle transactions, close idle cursors, wake readers."""
-        return await self.store.release_expired(self.clock.now())
+        now = self.clock.now()
+        forget_before = now - timedelta(seconds=self.config.duplicate_window_s)
+        return await self.store.release_expired(now, forget_before)
 
     async def expire_due(self) -> int:
         """The sweeper's pass: remove messages past their TTBR, in batches, until none is due."""

@@ -170,6 +170,8 @@ class NewMessage:
     """For a dead-lettered copy: the path of the queue it was sent to."""
     transactional: bool = False
     """Sent in a transaction (a single-message one included)."""
+    duplicate_key: str | None = None
+    """When set, the message is stored only if no message with this key arrived recently."""
 
 
 @dataclass(frozen=True, slots=True)

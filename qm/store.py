@@ -76,6 +76,8 @@ class EnqueueOutcome(enum.Enum):
     ACCEPTED = 0
     QUEUE_QUOTA_EXCEEDED = 1
     QUEUE_MANAGER_QUOTA_EXCEEDED = 2
+    DUPLICATE = 4
+    """A message ID seen within the duplicate window (SRMP, reference §1.7 step 9): not stored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +211,9 @@ class Store(Protocol):
 
     async def delete_cursor(self, cursor_id: str) -> bool: ...
 
-    async def release_expired(self, now: datetime) -> ReleaseReport:
-        """Abort expired two-phase locks and transactions; close idle cursors."""
+    async def release_expired(
+        self, now: datetime, forget_ids_before: datetime | None = None
+    ) -> ReleaseReport:
+        """Abort expired two-phase locks and transactions; close idle cursors; forget message
+        IDs remembered for duplicate elimination before `forget_ids_before`."""
         ...

@@ -7,6 +7,9 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm import rules
 from qm.disposal import Placement, Reason
@@ -15,7 +18,7 @@ from qm.store import Claim, ClaimKind, EnqueueOutcome, EnqueueResult, PositionSt
 from storage import rows, statements
 from storage.base import StoreBase
 from storage.consequences import Consequences
-from storage.tables import LOCKED, TXN_DEQUEUE, messages
+from storage.tables import LOCKED, TXN_DEQUEUE, messages, received_message_ids
 
 m = messages.c
 
@@ -30,6 +33,9 @@ class MessageStore(StoreBase):
             machine_bytes = await self._machine_bytes(connection, quota_kb)
             outcomes = []
             for item in batch:
+                if item.duplicate_key is not None and not await self._remember(connection, item):
+                    outcomes.append(EnqueueOutcome.DUPLICATE)
+                    continue
                 size = rules.stored_size(item.properties)
                 queue_bytes, queue_quota = totals[item.queue_id]
                 outcome = rules.admit(size, queue_bytes, queue_quota, machine_bytes, quota_kb, throttled)
@@ -55,6 +61,19 @@ class MessageStore(StoreBase):
             next(placed_iter) if outcome is EnqueueOutcome.ACCEPTED else EnqueueResult(outcome)
             for outcome in outcomes
         ]
+
+    async def _remember(self, connection: AsyncConnection, item: NewMessage) -> bool:
+        """Record the message's duplicate key; False when it is already there (a duplicate).
+
+        In the enqueue's own transaction: if the enqueue rolls back, so does the memory, and a
+        concurrent duplicate waits on the key's index entry until this transaction ends."""
+        insert = sqlite_insert if self._sqlite else postgresql_insert
+        statement = (
+            insert(received_message_ids)
+            .values(message_id=item.duplicate_key, received_at=rows.to_us(item.arrived_time))
+            .on_conflict_do_nothing()
+        )
+        return bool((await connection.execute(statement)).rowcount)
 
     async def place(self, placements: Sequence[Placement], now: datetime) -> None:
         async with self._transaction() as connection:

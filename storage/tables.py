@@ -115,6 +115,15 @@ transactions = sa.Table(
     sa.Index("ix_transactions_expires_at", "expires_at"),
 )
 
+received_message_ids = sa.Table(
+    "received_message_ids",
+    metadata,
+    sa.Column("message_id", sa.String(100), primary_key=True),
+    sa.Column("received_at", sa.BigInteger, nullable=False),
+    sa.Index("ix_received_message_ids_received_at", "received_at"),
+)
+"""Message IDs of SRMP messages stored recently, for duplicate elimination (reference §1.7)."""
+
 cursors = sa.Table(
     "cursors",
     metadata,

@@ -14,7 +14,15 @@ from qm.store import CursorRecord, ReleaseReport, TransactionRecord
 from storage import rows
 from storage.base import StoreBase
 from storage.consequences import Consequences
-from storage.tables import AVAILABLE, TXN_DEQUEUE, TXN_ENQUEUE, cursors, messages, transactions
+from storage.tables import (
+    AVAILABLE,
+    TXN_DEQUEUE,
+    TXN_ENQUEUE,
+    cursors,
+    messages,
+    received_message_ids,
+    transactions,
+)
 
 m = messages.c
 t = transactions.c
@@ -153,9 +161,14 @@ class TransactionStore(StoreBase):
 
     # -- housekeeping -----------------------------------------------------------------
 
-    async def release_expired(self, now: datetime) -> ReleaseReport:
+    async def release_expired(
+        self, now: datetime, forget_ids_before: datetime | None = None
+    ) -> ReleaseReport:
         now_us = rows.to_us(now)
         async with self._transaction() as connection:
+            if forget_ids_before is not None:
+                old = received_message_ids.c.received_at < rows.to_us(forget_ids_before)
+                await connection.execute(sa.delete(received_message_ids).where(old))
             expired_locks = sa.select(messages).where(m.lock_tag.is_not(None), m.lock_expires_at <= now_us)
             locked = (await connection.execute(expired_locks)).mappings().all()
             purged = [row for row in locked if row["purge_pending"]]

@@ -78,6 +78,8 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("GET", "/api/queue-manager"): ({}, 0, ""),  # no error path
     ("PATCH", "/api/queue-manager"): ({"json": {"quota_kb": -1}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
     ("GET", "/healthz"): ({}, 0, ""),  # no error path while the store is up
+    # SRMP answers carry only a status, never a body (reference §2): tested in tests/compat.
+    ("POST", "/msmq/{path}"): ({}, 0, ""),
 }
 
 

@@ -1,0 +1,156 @@
+"""POST /msmq/{queue path}: MSMQ messages from Windows senders over HTTP (SRMP, reference §1.7).
+
+SRMP senders understand only the status: 200 (stored, or a duplicate), 400 (never retried:
+malformed, unknown or non-local queue), 500 and 503 (retried later). No body, ever.
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+
+from fastapi import APIRouter, Request, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.gateway import GatewayDep
+from qm.errors import MqError, MqErrorCode, QuotaExceeded
+from qm.manager import SINGLE_MESSAGE_TRANSACTION
+from soap import (
+    DEFAULT_LIMITS,
+    SrmpEnvelope,
+    SrmpError,
+    TimerSettings,
+    check_request_head,
+    envelope_timers,
+    message_properties,
+    parse_request,
+)
+from soap.ids import DEFAULT_MESSAGE_ID
+from soap.urls import parse_http_url, queue_path_of
+from storage.errors import DATABASE_ERRORS, is_unavailable
+
+router = APIRouter(tags=["srmp"])
+log = logging.getLogger(__name__)
+
+_RETRY_LATER = {QuotaExceeded: HTTPStatus.SERVICE_UNAVAILABLE}
+_REFUSED_FOR_GOOD = frozenset(
+    {
+        MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND,
+        MqErrorCode.MQ_ERROR_ILLEGAL_QUEUE_PATHNAME,
+        MqErrorCode.MQ_ERROR_ILLEGAL_FORMATNAME,
+        MqErrorCode.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION,
+        MqErrorCode.MQ_ERROR_TRANSACTION_USAGE,
+        MqErrorCode.MQ_ERROR_ILLEGAL_PROPERTY_VALUE,
+        MqErrorCode.MQ_ERROR_ILLEGAL_PROPERTY_SIZE,
+        MqErrorCode.MQ_ERROR_LABEL_TOO_LONG,
+        MqErrorCode.MQ_ERROR_INSUFFICIENT_RESOURCES,
+    }
+)
+
+
+@router.post(
+    "/msmq/{path:path}",
+    summary="Receive an SRMP message from an MSMQ sender",
+    description="The body is an SRMP request as Windows MSMQ POSTs it (multipart/related: SOAP envelope "
+    "plus the body as an attachment). The queue comes from the envelope's `<to>`, which must name a "
+    "host in MSMQGW_LOCAL_HOST_NAMES. Answers 200 with an empty body once the message is stored.",
+    responses={
+        200: {
+            "description": "Stored (or a duplicate of a stored message)",
+            "content": {"text/plain": {"example": ""}},
+        },
+        400: {"description": "Malformed, or not for a queue of this gateway: the sender gives up"},
+        413: {"description": "Larger than the configured maximum"},
+        500: {"description": "Machine quota reached or throttled: the sender retries"},
+        503: {"description": "Queue quota reached or store unavailable: the sender retries"},
+    },
+)
+async def receive_srmp(path: str, request: Request, gateway: GatewayDep) -> Response:
+    try:
+        envelope = await _read_envelope(request)
+        await _store(envelope, gateway)
+    except SrmpError as error:
+        return _answer(HTTPStatus(error.status), error.reason, path)
+    except QuotaExceeded as error:
+        status = HTTPStatus.INTERNAL_SERVER_ERROR if error.machine else HTTPStatus.SERVICE_UNAVAILABLE
+        return _answer(status, error.detail, path)
+    except MqError as error:
+        status = (
+            HTTPStatus.BAD_REQUEST if error.code in _REFUSED_FOR_GOOD else HTTPStatus.INTERNAL_SERVER_ERROR
+        )
+        return _answer(status, error.detail, path)
+    except DATABASE_ERRORS as error:
+        log.exception("SRMP message to %s not stored", path)
+        status = HTTPStatus.SERVICE_UNAVAILABLE if is_unavailable(error) else HTTPStatus.INTERNAL_SERVER_ERROR
+        return _answer(status, "the message store failed", path)
+    return Response(status_code=HTTPStatus.OK, content=b"")
+
+
+async def _read_envelope(request: Request) -> SrmpEnvelope:
+    chunked = "chunked" in request.headers.get("transfer-encoding", "").lower()
+    check_request_head(request.method, request.headers.get("content-length"), chunked=chunked)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > DEFAULT_LIMITS.max_request_bytes:
+            raise SrmpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "the request body is too large")
+        chunks.append(chunk)
+    return parse_request(b"".join(chunks), request.headers.get("content-type"))
+
+
+async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> None:
+    settings = gateway.settings
+    queue = _local_queue(envelope, gateway)
+    timers = envelope_timers(
+        envelope,
+        TimerSettings(settings.srmp_timer_mapping, settings.srmp_timer_layout_mismatch),
+        gateway.manager.clock.now(),
+    )
+    if timers.layout_mismatch:
+        log.warning(
+            "timer layout mismatch from %s (message %s): %s",
+            envelope.msmq.source_qm_guid if envelope.msmq else "?",
+            envelope.message_id.text,
+            timers,
+        )
+    properties = message_properties(envelope, timers)
+    duplicate_key = None if envelope.message_id == DEFAULT_MESSAGE_ID else envelope.message_id.text
+    transaction = SINGLE_MESSAGE_TRANSACTION if envelope.stream is not None else None
+    stored = await gateway.manager.deliver(queue, properties, transaction, duplicate_key)
+    if stored is None:
+        log.info("duplicate SRMP message %s to %s dropped", duplicate_key, queue)
+
+
+def _local_queue(envelope: SrmpEnvelope, gateway: GatewayDep) -> str:
+    """The queue named by `<to>`, which must be on this gateway (not the request line)."""
+    url = parse_http_url(envelope.path.to, "<to>")
+    virtual_directory, queue = queue_path_of(url)
+    hosts = gateway.manager.config.local_host_names
+    if url.host.casefold() not in hosts:
+        raise SrmpError(HTTPStatus.BAD_REQUEST, f"<to> host {url.host!r} is not this gateway")
+    if virtual_directory.casefold() != gateway.settings.srmp_virtual_directory.casefold():
+        raise SrmpError(
+            HTTPStatus.BAD_REQUEST, f"<to> virtual directory {virtual_directory!r} is not served here"
+        )
+    return queue.url_path
+
+
+def _answer(status: HTTPStatus, reason: str, path: str) -> Response:
+    log.info("SRMP POST to /msmq/%s answered %d: %s", path, status, reason)
+    return Response(status_code=status, content=b"")
+
+
+class VirtualDirectoryCase:
+    """ASGI middleware: `/MSMQ/...` reaches the `/msmq/...` route (URLs of Windows senders
+    keep whatever case the application used; MSMQ matches them case-insensitively)."""
+
+    def __init__(self, app: ASGIApp, virtual_directory: str) -> None:
+        self._app = app
+        self._prefix = f"/{virtual_directory.strip('/')}/".casefold()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path: str = scope["path"]
+            if path[: len(self._prefix)].casefold() == self._prefix and not path.startswith("/msmq/"):
+                scope = dict(scope, path="/msmq/" + path[len(self._prefix) :])
+        await self._app(scope, receive, send)
