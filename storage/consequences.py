@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 q = queues.c
 m = messages.c
 log = logging.getLogger(__name__)
+QueueFacts = dict[int, tuple[QueuePath, bool]]
+"""Queue id -> (its path, whether its journal is on)."""
 
 
 class Consequences:
@@ -34,20 +36,28 @@ class Consequences:
         self._connection = connection
         self._now = now
 
-    async def removed(self, gone: Sequence[Mapping[Any, Any]], reason: Reason | None) -> None:
+    async def removed(
+        self, gone: Sequence[Mapping[Any, Any]], reason: Reason | None, known: QueueFacts | None = None
+    ) -> None:
         """Rows just deleted from `messages`: subtract them, then place what their removal earns."""
         if not gone:
             return
         await add_to_totals(self._connection, gone, sign=-1)
         if reason is not None:
-            await self.follow(gone, reason)
+            await self.follow(gone, reason, known)
 
-    async def follow(self, affected: Sequence[Mapping[Any, Any]], reason: Reason) -> None:
-        """Place what the policy asks for each message (for ARRIVED: rows now available)."""
+    async def follow(
+        self, affected: Sequence[Mapping[Any, Any]], reason: Reason, known: QueueFacts | None = None
+    ) -> None:
+        """Place what the policy asks for each message (for ARRIVED: rows now available).
+        `known` saves looking up queues the caller already has (the hot receive path)."""
         policy = self._store.policy
         if policy is None or not affected:
             return
-        queues_of = await self._queue_facts({row["queue_id"] for row in affected})
+        wanted = {row["queue_id"] for row in affected}
+        queues_of = dict(known or {})
+        if wanted - queues_of.keys():
+            queues_of |= await self._queue_facts(wanted - queues_of.keys())
         placements: list[Placement] = []
         for row in affected:
             path, journal = queues_of[row["queue_id"]]
@@ -73,7 +83,7 @@ class Consequences:
             accepted.append(_new_message(placement, target[0], self._now))
         await self._store.insert_messages(self._connection, accepted)
 
-    async def _queue_facts(self, queue_ids: Iterable[int]) -> dict[int, tuple[QueuePath, bool]]:
+    async def _queue_facts(self, queue_ids: Iterable[int]) -> QueueFacts:
         statement = sa.select(q.id, q.kind, q.name, q.journal_of, q.journal).where(q.id.in_(list(queue_ids)))
         return {
             row.id: (QueuePath(QueueKind(row.kind), row.name, row.journal_of is not None), row.journal)

@@ -107,7 +107,8 @@ class MessageStore(StoreBase):
                 statement = sa.update(messages).where(where).values(**_hold(claim))
             row = (await connection.execute(statement.returning(*messages.c))).mappings().first()
             if row is not None and claim.kind is ClaimKind.RECEIVE:
-                await Consequences(self, connection, now).removed([row], Reason.RECEIVED)
+                known = {queue.id: (queue.path, queue.settings.journal)}
+                await Consequences(self, connection, now).removed([row], Reason.RECEIVED, known)
         return None if row is None else rows.message_from_row(row)
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState:

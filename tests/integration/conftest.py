@@ -20,8 +20,10 @@ def settings(database_url: str) -> Settings:
         database_url=database_url,
         max_body_bytes=MAX_BODY_BYTES,
         max_wait_ms=MAX_WAIT_MS,
-        # Background passes would race the settable clock; tests release locks explicitly.
+        # Background passes would race the settable clock; tests release locks and
+        # expire messages explicitly.
         housekeeping_interval_s=3600,
+        sweep_interval_s=3600,
         # A waiting receive must be woken by the send itself, not found by a poll.
         wake_poll_interval_s=3600,
     )
