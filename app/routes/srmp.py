@@ -103,7 +103,7 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> None:
     queue = _local_queue(envelope, gateway)
     timers = envelope_timers(
         envelope,
-        TimerSettings(),
+        TimerSettings(settings.srmp_timer_mapping, settings.srmp_timer_layout_mismatch),
         gateway.manager.clock.now(),
     )
     if timers.layout_mismatch:
