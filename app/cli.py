@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import asyncio
 import dataclasses
 import json
@@ -56,6 +57,8 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
 
     from app.main import create_app
 
+    # The gateway's own log lines (SRMP refusals, timer mismatches, expiries) at the same level.
+    logging.basicConfig(level=arguments.log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     if not arguments.no_migrate:
         upgrade(settings.database_url)
     host = arguments.host or settings.host

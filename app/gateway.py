@@ -55,6 +55,12 @@ def check_wait(gateway: Gateway, timeout_ms: int) -> int:
     return timeout_ms
 
 
+def canonical_queue(gateway: Gateway, path: str) -> str:
+    """The queue's name as responses show it; resolved before any work, so that a path that
+    cannot be shown never fails a request after a message was taken."""
+    return gateway.manager.resolve(path).url_path
+
+
 def parse_lookup_id(text: str) -> int:
     if not text.isdigit() or int(text) >= 1 << 64:
         raise MqError(

@@ -17,7 +17,6 @@ from app.errors import HttpMqError
 from app.schemas import MessageIn, MessageOut
 from qm.errors import MqError, MqErrorCode
 from qm.model import Message, MessageProperties
-from qm.paths import parse_queue_path
 
 OCTET_STREAM = "application/octet-stream"
 HEADER_PREFIX = "X-Msmq-"
@@ -148,7 +147,7 @@ def message_response(
     lock_expires_at: datetime | None = None,
 ) -> Response:
     """200 with the message as JSON, or raw with `Accept: application/octet-stream`."""
-    out = MessageOut.of(message, parse_queue_path(queue).url_path, lock_expires_at)
+    out = MessageOut.of(message, queue, lock_expires_at)
     out.lock_tag = lock_tag
     if not wants_raw(request):
         return Response(out.model_dump_json(), media_type="application/json")

@@ -75,6 +75,8 @@ class DisposalPolicy:
         self.identity = identity
 
     def consequences(self, departure: Departure, reason: Reason, now: datetime) -> list[Placement]:
+        if not departure.queue.writable:
+            return []  # the queue manager's own copies (journals, dead letters) earn nothing more
         placements = []
         if reason is Reason.RECEIVED and departure.queue_journal:
             placements.append(self._copy(departure, PlacementKind.JOURNAL, departure.queue.journal_path))
@@ -114,8 +116,8 @@ class DisposalPolicy:
         if not admin_queue or not acks.requested(message.properties.acknowledge, reason.value):
             return []
         target = self.local_queue(admin_queue)
-        if target is None:
-            return []  # a remote admin queue is reached by SRMP sending, not placed here
+        if target is None or not target.writable:
+            return []  # remote admin queues are reached by SRMP sending; system queues take none
         properties = acks.acknowledgment(
             message.properties,
             message.message_id,

@@ -167,9 +167,11 @@ class QueueManager:
         properties: MessageProperties,
         transaction: str | None = None,
         duplicate_key: str | None = None,
+        boundaries: tuple[bool, bool] | None = None,
     ) -> Message | None:
         """Enqueue a message that may arrive more than once (SRMP retries): None when
-        `duplicate_key` was seen within the duplicate window, and nothing is stored."""
+        `duplicate_key` was seen within the duplicate window, and nothing is stored.
+        `boundaries` are the sender's first/last-in-transaction marks (SRMP `<Eod>`)."""
         path = self.resolve(path_text)
         if not path.writable:
             raise MqError(
@@ -182,7 +184,11 @@ class QueueManager:
         if transaction is not None:
             properties = await self._transactional(properties, held_by)
         new_message = self._new_message(queue, properties, held_by, transaction is not None)
-        return await self._enqueue(queue, dataclasses.replace(new_message, duplicate_key=duplicate_key))
+        new_message = dataclasses.replace(new_message, duplicate_key=duplicate_key)
+        if boundaries is not None:
+            first, last = boundaries
+            new_message = dataclasses.replace(new_message, first_in_transaction=first, last_in_transaction=last)
+        return await self._enqueue(queue, new_message)
 
     async def _transactional(self, properties: MessageProperties, held_by: str | None) -> MessageProperties:
         """Priority 0, and (MSMQ's rule, unless configured otherwise) the TTBR of the

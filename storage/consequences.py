@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm import rules
-from qm.disposal import Departure, Placement, Reason
+from qm.disposal import Departure, Placement, PlacementKind, Reason
 from qm.model import NewMessage
 from qm.paths import QueueKind, QueuePath
 from storage import rows
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 q = queues.c
 m = messages.c
 log = logging.getLogger(__name__)
+Target = tuple[int, int, int, bool]
+"""A placement's target queue: id, bytes stored, quota (KB), transactional."""
 QueueFacts = dict[int, tuple[QueuePath, bool]]
 """Queue id -> (its path, whether its journal is on)."""
 
@@ -74,12 +76,12 @@ class Consequences:
         for placement in placements:
             target = targets.get(placement.target.key)
             size = rules.stored_size(placement.properties)
-            if target is None or rules.exceeds(target[1] + size, target[2]):
+            if target is None or rules.exceeds(target[1] + size, target[2]) or _refuses(placement, target):
                 log.info(
                     "dropped a %s copy for %s: no room there", placement.kind.value, placement.target.url_path
                 )
                 continue
-            targets[placement.target.key] = (target[0], target[1] + size, target[2])
+            targets[placement.target.key] = (target[0], target[1] + size, target[2], target[3])
             accepted.append(_new_message(placement, target[0], self._now))
         await self._store.insert_messages(self._connection, accepted)
 
@@ -90,12 +92,18 @@ class Consequences:
             for row in await self._connection.execute(statement)
         }
 
-    async def _targets(self, keys: Iterable[str]) -> dict[str, tuple[int, int, int]]:
-        statement = sa.select(q.path_key, q.id, q.byte_count, q.quota_kb).where(q.path_key.in_(list(keys)))
+    async def _targets(self, keys: Iterable[str]) -> dict[str, Target]:
+        columns = (q.path_key, q.id, q.byte_count, q.quota_kb, q.transactional)
+        statement = sa.select(*columns).where(q.path_key.in_(list(keys)))
         return {
-            row.path_key: (row.id, row.byte_count, row.quota_kb)
+            row.path_key: (row.id, row.byte_count, row.quota_kb, row.transactional)
             for row in await self._connection.execute(statement)
         }
+
+
+def _refuses(placement: Placement, target: Target) -> bool:
+    """Acknowledgments are not transactional: a transactional admin queue cannot take them."""
+    return placement.kind is PlacementKind.ACKNOWLEDGMENT and target[3]
 
 
 def _new_message(placement: Placement, queue_id: int, now: datetime) -> NewMessage:

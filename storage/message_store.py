@@ -33,13 +33,10 @@ class MessageStore(StoreBase):
             machine_bytes = await self._machine_bytes(connection, quota_kb)
             outcomes = []
             for item in batch:
-                if item.duplicate_key is not None and not await self._remember(connection, item):
-                    outcomes.append(EnqueueOutcome.DUPLICATE)
-                    continue
-                size = rules.stored_size(item.properties)
-                queue_bytes, queue_quota = totals[item.queue_id]
-                outcome = rules.admit(size, queue_bytes, queue_quota, machine_bytes, quota_kb, throttled)
+                outcome = await self._admission(connection, item, totals, machine_bytes, quota_kb, throttled)
                 if outcome is EnqueueOutcome.ACCEPTED:
+                    size = rules.stored_size(item.properties)
+                    queue_bytes, queue_quota = totals[item.queue_id]
                     totals[item.queue_id] = (queue_bytes + size, queue_quota)
                     machine_bytes += size
                 outcomes.append(outcome)
@@ -61,6 +58,34 @@ class MessageStore(StoreBase):
             next(placed_iter) if outcome is EnqueueOutcome.ACCEPTED else EnqueueResult(outcome)
             for outcome in outcomes
         ]
+
+    async def _admission(
+        self,
+        connection: AsyncConnection,
+        item: NewMessage,
+        totals: dict[int, tuple[int, int]],
+        machine_bytes: int,
+        quota_kb: int,
+        throttled: bool,
+    ) -> EnqueueOutcome:
+        """Duplicates first (answered as such even when full), then the quotas; a message's
+        ID is remembered only once it is accepted, so a refused one can be sent again."""
+        if item.duplicate_key is not None and await self._seen(connection, item.duplicate_key):
+            return EnqueueOutcome.DUPLICATE
+        queue_bytes, queue_quota = totals[item.queue_id]
+        size = rules.stored_size(item.properties)
+        outcome = rules.admit(size, queue_bytes, queue_quota, machine_bytes, quota_kb, throttled)
+        if outcome is EnqueueOutcome.ACCEPTED and item.duplicate_key is not None:
+            if not await self._remember(connection, item):
+                return EnqueueOutcome.DUPLICATE  # a concurrent copy committed first
+        return outcome
+
+    @staticmethod
+    async def _seen(connection: AsyncConnection, key: str) -> bool:
+        statement = sa.select(received_message_ids.c.message_id).where(
+            received_message_ids.c.message_id == key
+        )
+        return (await connection.execute(statement)).first() is not None
 
     async def _remember(self, connection: AsyncConnection, item: NewMessage) -> bool:
         """Record the message's duplicate key; False when it is already there (a duplicate).

@@ -197,7 +197,8 @@ class TransactionStore(StoreBase):
             due = due.with_for_update(skip_locked=True)  # several processes: no double handling
         async with self._transaction() as connection:
             statement = sa.delete(messages).where(m.lookup_id.in_(due)).returning(*messages.c)
-            gone = (await connection.execute(statement)).mappings().all()
+            found = (await connection.execute(statement)).mappings().all()
+            gone = sorted(found, key=lambda row: (row["ttbr_deadline"], row["lookup_id"]))
             await Consequences(self, connection, now).removed(gone, Reason.EXPIRED)
         return len(gone)
 

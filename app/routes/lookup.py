@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from app.docs import LOOKUP_RESPONSES
-from app.gateway import GatewayDep, TransactionParam, parse_lookup_id
+from app.gateway import GatewayDep, TransactionParam, canonical_queue, parse_lookup_id
 from app.http import message_response
 from app.schemas import decode_base64
 from qm.errors import MqError, MqErrorCode
@@ -31,8 +31,9 @@ async def _lookup(
     receive: bool,
     transaction: str | None = None,
 ) -> Response:
+    queue = canonical_queue(gateway, path)
     message = await gateway.reader.by_lookup_id(path, seek, lookup_id, receive, transaction)
-    return message_response(request, message, path)
+    return message_response(request, message, queue)
 
 
 @router.get("/first", summary="Peek at the first message", responses=LOOKUP_RESPONSES)
@@ -63,8 +64,9 @@ async def receive_last(
 async def peek_by_id(
     path: str, message_id: MessageIdParam, request: Request, gateway: GatewayDep
 ) -> Response:
+    queue = canonical_queue(gateway, path)
     message = await gateway.reader.by_message_id(path, message_id=message_id)
-    return message_response(request, message, path)
+    return message_response(request, message, queue)
 
 
 @router.post("/by-id/receive", summary="Receive the message with this message ID", responses=LOOKUP_RESPONSES)
@@ -75,10 +77,11 @@ async def receive_by_id(
     gateway: GatewayDep,
     transaction: TransactionParam = None,
 ) -> Response:
+    queue = canonical_queue(gateway, path)
     message = await gateway.reader.by_message_id(
         path, message_id=message_id, receive=True, transaction=transaction
     )
-    return message_response(request, message, path)
+    return message_response(request, message, queue)
 
 
 @router.get(
@@ -89,8 +92,9 @@ async def receive_by_id(
 async def peek_by_correlation(
     path: str, correlation_id: CorrelationParam, request: Request, gateway: GatewayDep
 ) -> Response:
+    queue = canonical_queue(gateway, path)
     message = await gateway.reader.by_message_id(path, correlation_id=_correlation(correlation_id))
-    return message_response(request, message, path)
+    return message_response(request, message, queue)
 
 
 @router.post(
@@ -105,10 +109,11 @@ async def receive_by_correlation(
     gateway: GatewayDep,
     transaction: TransactionParam = None,
 ) -> Response:
+    queue = canonical_queue(gateway, path)
     message = await gateway.reader.by_message_id(
         path, correlation_id=_correlation(correlation_id), receive=True, transaction=transaction
     )
-    return message_response(request, message, path)
+    return message_response(request, message, queue)
 
 
 def _correlation(text: str) -> bytes:

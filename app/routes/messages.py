@@ -16,11 +16,10 @@ from app.docs import (
     example,
     problem_example,
 )
-from app.gateway import GatewayDep, TimeoutMs, TransactionParam, check_wait, parse_lookup_id
+from app.gateway import GatewayDep, TimeoutMs, TransactionParam, canonical_queue, check_wait, parse_lookup_id
 from app.http import message_from_request, message_response
 from app.schemas import MessageOut, MessagePage, SentOut
 from qm.errors import MqError, MqErrorCode
-from qm.paths import parse_queue_path
 
 router = APIRouter(tags=["messages"])
 LOCK_GONE = problem_example(
@@ -60,12 +59,13 @@ LOCK_NOT_HELD = problem_example(
 async def send(
     path: str, request: Request, gateway: GatewayDep, transaction: TransactionParam = None
 ) -> SentOut:
+    queue = canonical_queue(gateway, path)
     properties = await message_from_request(request, gateway.settings.max_body_bytes)
     message = await gateway.manager.send(path, properties, transaction)
     return SentOut(
         lookup_id=str(message.lookup_id),
         message_id=message.message_id,
-        queue=parse_queue_path(path).url_path,
+        queue=queue,
         priority=message.properties.priority,
         transaction=transaction,
     )
@@ -83,7 +83,7 @@ async def browse(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> MessagePage:
     found = await gateway.reader.browse(path, parse_lookup_id(after), limit)
-    queue = parse_queue_path(path).url_path
+    queue = canonical_queue(gateway, path)
     page = [MessageOut.of(message, queue) for message in found]
     return MessagePage(messages=page, next_after=page[-1].lookup_id if len(page) == limit else None)
 
@@ -105,12 +105,13 @@ async def receive(
     lock_timeout_ms: Annotated[int | None, Query(ge=1, description="Two-phase lock lifetime")] = None,
 ) -> Response:
     wait = check_wait(gateway, timeout_ms)
+    queue = canonical_queue(gateway, path)
     if two_phase:
         return await _receive_locked(path, request, gateway, wait, transaction, lock_timeout_ms)
     message = await gateway.reader.receive(path, wait, transaction)
     if message is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return message_response(request, message, path)
+    return message_response(request, message, queue)
 
 
 async def _receive_locked(
@@ -125,7 +126,7 @@ async def _receive_locked(
     message, tag = locked
     seconds = lock_seconds or gateway.settings.default_lock_timeout_s
     expires = gateway.manager.clock.now() + timedelta(seconds=seconds)
-    return message_response(request, message, path, tag, expires)
+    return message_response(request, message, canonical_queue(gateway, path), tag, expires)
 
 
 @router.get(
@@ -134,10 +135,11 @@ async def _receive_locked(
     responses=MESSAGE_RESPONSES,
 )
 async def peek(path: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0) -> Response:
+    queue = canonical_queue(gateway, path)
     message = await gateway.reader.peek(path, check_wait(gateway, timeout_ms))
     if message is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return message_response(request, message, path)
+    return message_response(request, message, queue)
 
 
 @router.post(

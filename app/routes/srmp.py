@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from http import HTTPStatus
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -116,7 +117,9 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> None:
     properties = message_properties(envelope, timers)
     duplicate_key = None if envelope.message_id == DEFAULT_MESSAGE_ID else envelope.message_id.text
     transaction = SINGLE_MESSAGE_TRANSACTION if envelope.stream is not None else None
-    stored = await gateway.manager.deliver(queue, properties, transaction, duplicate_key)
+    eod = envelope.msmq.eod if envelope.msmq is not None else None
+    boundaries = None if envelope.stream is None else (bool(eod and eod.first), bool(eod and eod.last))
+    stored = await gateway.manager.deliver(queue, properties, transaction, duplicate_key, boundaries)
     if stored is None:
         log.info("duplicate SRMP message %s to %s dropped", duplicate_key, queue)
 
@@ -140,9 +143,10 @@ def _answer(status: HTTPStatus, reason: str, path: str) -> Response:
     return Response(status_code=status, content=b"")
 
 
-class VirtualDirectoryCase:
-    """ASGI middleware: `/MSMQ/...` reaches the `/msmq/...` route (URLs of Windows senders
-    keep whatever case the application used; MSMQ matches them case-insensitively)."""
+class SrmpRequestTarget:
+    """ASGI middleware for the request targets Windows senders write (reference §1.1): any case
+    of the virtual directory, `\\` separators and the absolute form `http://host/msmq/...` all
+    reach the `/msmq/...` route; other methods there get a bodiless 405, as SRMP expects."""
 
     def __init__(self, app: ASGIApp, virtual_directory: str) -> None:
         self._app = app
@@ -150,7 +154,26 @@ class VirtualDirectoryCase:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            path: str = scope["path"]
-            if path[: len(self._prefix)].casefold() == self._prefix and not path.startswith("/msmq/"):
-                scope = dict(scope, path="/msmq/" + path[len(self._prefix) :])
+            path = _srmp_path(scope["path"], self._prefix)
+            if path is not None:
+                if scope["method"] != "POST":
+                    await _bare_405(send)
+                    return
+                scope = dict(scope, path=path)
         await self._app(scope, receive, send)
+
+
+def _srmp_path(target: str, prefix: str) -> str | None:
+    """`/msmq/...` for a target in the SRMP virtual directory, else None."""
+    if "://" in target:
+        target = urlsplit(target).path
+    unified = target.replace("\\", "/")
+    if unified[: len(prefix)].casefold() != prefix:
+        return None
+    return "/msmq/" + unified[len(prefix) :]
+
+
+async def _bare_405(send: Send) -> None:
+    headers = [(b"allow", b"POST"), (b"content-length", b"0")]
+    await send({"type": "http.response.start", "status": 405, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})

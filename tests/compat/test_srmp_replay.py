@@ -338,13 +338,6 @@ def test_replaying_a_valid_vector_twice_stores_it_once(site: Site, name: str) ->
             assert len(arrival_acks(server, expected)) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the <Eod> markers are ignored; every stream message is stored as a single-message "
-    "transaction with first_in_transaction = last_in_transaction = true, where 07 (<Eod><First/>) must "
-    "read first only and 08 (<Eod><Last/>) last only (PROPID_M_FIRST_IN_XACT / LAST_IN_XACT, "
-    "reference §1.5.8)",
-)
 @pytest.mark.parametrize("name", ["07-stream-first", "08-stream-second"])
 def test_stream_message_keeps_its_transaction_boundaries(site: Site, name: str) -> None:
     vector, server = intact(name), site.servers[MISC]
@@ -376,12 +369,6 @@ def test_malformed_vector_is_refused_and_stores_nothing(site: Site, name: str) -
     assert server.counts() == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a GET to /msmq/... is answered 405 by the router with an application/problem+json body "
-    "(MQ_ERROR_UNSUPPORTED_OPERATION); SRMP answers carry no body (reference §2.1), and the route's own "
-    "empty 405 (soap.check_request_head) is never reached because the route accepts POST only",
-)
 def test_wrong_method_is_answered_without_a_body(site: Site) -> None:
     answer = replay(site.servers[MISC], load("m15-wrong-method").raw)
     assert (answer.status, answer.body) == (405, b"")
@@ -477,12 +464,6 @@ def test_message_refused_for_lack_of_space_is_answered_with_a_retry_status(
     refused_for_space(site.servers[MISC], limit, status, 9100 + status)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a message refused with 503 (queue quota) or 500 (throttled) has its message ID recorded "
-    "for duplicate elimination anyway (storage.message_store.enqueue remembers the key before the quota "
-    "check and commits it), so the sender's retry is answered 200 and dropped as a duplicate: lost",
-)
 @pytest.mark.parametrize(("limit", "status"), SPACE_LIMITS)
 def test_message_refused_for_lack_of_space_is_stored_when_the_sender_retries(
     site: Site, limit: str, status: int
@@ -499,21 +480,10 @@ REQUEST_TARGETS = [
     pytest.param(
         b"/msmq\\private$\\orders",
         id="backslashes",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="bug: a request line with backslashes (POST /msmq\\private$\\orders, from a format name "
-            "written DIRECT=HTTP://gw01/msmq\\private$\\orders, which MSMQ allows) misses the /msmq/ route "
-            "and is answered 404; reference §1.1 [Rec] accepts / and \\ (and %5C) as separators",
-        ),
     ),
     pytest.param(
         b"http://gw01.example.net/msmq/private$/orders",
         id="absolute-form",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="bug: an absolute-form request target (POST http://gw01.example.net/msmq/... HTTP/1.1, "
-            "which RFC 9112 servers must accept; reference §1.1) is answered 404",
-        ),
     ),
 ]
 

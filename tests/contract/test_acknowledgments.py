@@ -386,11 +386,6 @@ async def test_acknowledgments_are_never_acknowledged_and_never_expire(
     assert await counts(manager, ADMIN) == (0, 0)  # receiving them produced nothing more
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: acknowledgments are placed in a transactional admin queue; reference §7.14: acks are "
-    "non-transactional, so an admin queue must be non-transactional to accept them",
-)
 async def test_a_transactional_admin_queue_does_not_accept_acknowledgments(
     manager: QueueManager, reader: QueueReader
 ) -> None:
@@ -401,11 +396,6 @@ async def test_a_transactional_admin_queue_does_not_accept_acknowledgments(
     assert await counts(manager, ADMIN) == (0, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: receiving a journal or dead-letter copy (which keeps the original's admin queue and "
-    "acknowledge level) sends the original's sender another ACK_RECEIVE (0x4000)",
-)
 async def test_reading_journal_and_dead_letter_copies_is_not_acknowledged(
     manager: QueueManager, reader: QueueReader, clock: SettableClock
 ) -> None:

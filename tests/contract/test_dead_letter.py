@@ -247,11 +247,6 @@ async def test_a_message_refused_for_the_queue_quota_is_dead_lettered_with_excee
 # -- the dead-letter queues themselves ----------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: TransactionStore.expire_due places the copies in the order DELETE ... RETURNING "
-    "yields the rows (physical order), not the ORDER BY ttbr_deadline of its subquery",
-)
 async def test_copies_from_one_pass_are_placed_in_deadline_order(
     manager: QueueManager, reader: QueueReader, clock: SettableClock
 ) -> None:

@@ -131,11 +131,6 @@ async def test_a_queue_is_shown_and_purged_by_format_name(
     assert purged == {"purged": 1}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: app/routes/messages.py browse builds `queue` with parse_queue_path(path), which refuses "
-    "a format name with 400 MQ_ERROR_ILLEGAL_QUEUE_PATHNAME after the read succeeded",
-)
 async def test_a_dead_letter_queue_is_listed_by_format_name(
     client: httpx.AsyncClient, app: FastAPI, clock: SettableClock
 ) -> None:
@@ -145,11 +140,6 @@ async def test_a_dead_letter_queue_is_listed_by_format_name(
     assert [message["body"] for message in page["messages"]] == ["dead"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: app/http.py message_response builds `queue` with parse_queue_path(path): a peek by "
-    "format name (e.g. MACHINE={guid};DEADLETTER) answers 400 MQ_ERROR_ILLEGAL_QUEUE_PATHNAME",
-)
 async def test_a_dead_letter_queue_is_peeked_by_format_name(
     client: httpx.AsyncClient, app: FastAPI, clock: SettableClock
 ) -> None:
@@ -159,11 +149,6 @@ async def test_a_dead_letter_queue_is_peeked_by_format_name(
     assert json_of(response)["body"] == "dead"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a receive by format name removes the message, then app/http.py message_response "
-    "fails on parse_queue_path(path) with 400: the message is lost (the store committed the receive)",
-)
 async def test_a_dead_letter_queue_is_received_from_by_format_name(
     client: httpx.AsyncClient, app: FastAPI, clock: SettableClock
 ) -> None:
@@ -173,11 +158,6 @@ async def test_a_dead_letter_queue_is_received_from_by_format_name(
     assert await message_count(client, DEADLETTER) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: app/routes/messages.py send answers with parse_queue_path(path) after storing: a send "
-    "to a local format name (DIRECT=OS:.\\private$\\orders) stores the message, then answers 400",
-)
 async def test_a_send_to_a_local_format_name_is_stored_once_and_answered_201(
     client: httpx.AsyncClient,
 ) -> None:
