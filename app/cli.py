@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import asyncio
 import dataclasses
 import json
+import logging
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any

@@ -187,7 +187,9 @@ class QueueManager:
         new_message = dataclasses.replace(new_message, duplicate_key=duplicate_key)
         if boundaries is not None:
             first, last = boundaries
-            new_message = dataclasses.replace(new_message, first_in_transaction=first, last_in_transaction=last)
+            new_message = dataclasses.replace(
+                new_message, first_in_transaction=first, last_in_transaction=last
+            )
         return await self._enqueue(queue, new_message)
 
     async def _transactional(self, properties: MessageProperties, held_by: str | None) -> MessageProperties:
@@ -352,11 +354,16 @@ class QueueManager:
         properties = dataclasses.replace(message.properties, time_to_be_received=remaining)
         return dataclasses.replace(message, properties=properties)
 
-    async def _wait(self, queue: Queue, attempt: Attempt, timeout_ms: int) -> Message | None:
-        """Try, then wait for a change of the queue, until the timeout (INFINITE: forever)."""
+    async def _wait(
+        self, queue: Queue, attempt: Attempt, timeout_ms: int, abandoned: asyncio.Event | None = None
+    ) -> Message | None:
+        """Try, then wait for a change of the queue, until the timeout (INFINITE: forever) or
+        until `abandoned` is set (the client went away: take nothing it could not receive)."""
         loop = asyncio.get_running_loop()
         give_up_at = None if timeout_ms == INFINITE else loop.time() + timeout_ms / 1000
         while True:
+            if abandoned is not None and abandoned.is_set():
+                return None
             watch = self.wakeups.watch(queue.id)
             message = await attempt()
             if message is not None:
@@ -364,7 +371,20 @@ class QueueManager:
             remaining = 3600.0 if give_up_at is None else give_up_at - loop.time()
             if remaining <= 0:
                 return None
-            await watch.wait(remaining)
+            await _first_of(watch.wait(remaining), abandoned)
+
+
+async def _first_of(waiting: Awaitable[None], abandoned: asyncio.Event | None) -> None:
+    """Await `waiting`, or stop early when `abandoned` is set; attempts are never cut off."""
+    if abandoned is None:
+        await waiting
+        return
+    tasks = {asyncio.ensure_future(waiting), asyncio.ensure_future(abandoned.wait())}
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
 
 
 def _unknown_transaction(transaction_id: str) -> MqError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from qm.errors import MqError, MqErrorCode
 from qm.manager import Attempt, QueueManager
 from qm.model import Message, Queue
@@ -17,12 +19,17 @@ class QueueReader:
         self._qm = manager
 
     async def receive(
-        self, path_text: str, timeout_ms: int, transaction: str | None = None
+        self,
+        path_text: str,
+        timeout_ms: int,
+        transaction: str | None = None,
+        abandoned: asyncio.Event | None = None,
     ) -> Message | None:
-        """Remove the first available message, waiting up to the timeout; None on timeout."""
+        """Remove the first available message, waiting up to the timeout; None on timeout,
+        or as soon as `abandoned` is set (the caller can no longer take the message)."""
         queue = await self._qm.get_queue(path_text)
         claim = await self._qm._claim_for(queue, transaction)
-        return await self._take_waiting(queue, Selector(), claim, timeout_ms)
+        return await self._take_waiting(queue, Selector(), claim, timeout_ms, abandoned)
 
     async def peek(self, path_text: str, timeout_ms: int) -> Message | None:
         queue = await self._qm.get_queue(path_text)
@@ -122,12 +129,17 @@ class QueueReader:
         return None if message is None else self._qm._as_read(message)
 
     async def _take_waiting(
-        self, queue: Queue, selector: Selector, claim: Claim, timeout_ms: int
+        self,
+        queue: Queue,
+        selector: Selector,
+        claim: Claim,
+        timeout_ms: int,
+        abandoned: asyncio.Event | None = None,
     ) -> Message | None:
         async def attempt() -> Message | None:
             return await self._qm.store.take(queue, selector, self._qm.clock.now(), claim)
 
-        return await self._qm._wait(queue, attempt, timeout_ms)
+        return await self._qm._wait(queue, attempt, timeout_ms, abandoned)
 
     def _peeker(self, queue: Queue, selector: Selector) -> Attempt:
         async def attempt() -> Message | None:

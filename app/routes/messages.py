@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Annotated
 
@@ -20,6 +21,7 @@ from app.gateway import GatewayDep, TimeoutMs, TransactionParam, canonical_queue
 from app.http import message_from_request, message_response
 from app.schemas import MessageOut, MessagePage, SentOut
 from qm.errors import MqError, MqErrorCode
+from qm.model import Message
 
 router = APIRouter(tags=["messages"])
 LOCK_GONE = problem_example(
@@ -108,10 +110,31 @@ async def receive(
     queue = canonical_queue(gateway, path)
     if two_phase:
         return await _receive_locked(path, request, gateway, wait, transaction, lock_timeout_ms)
-    message = await gateway.reader.receive(path, wait, transaction)
+    message = await _receive_while_connected(request, gateway, path, wait, transaction)
     if message is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
     return message_response(request, message, queue)
+
+
+async def _receive_while_connected(
+    request: Request, gateway: GatewayDep, path: str, wait: int, transaction: str | None
+) -> Message | None:
+    """A plain receive is destructive: when the client hangs up during the wait, stop waiting
+    rather than take a message nobody will read (MQ_ERROR_OPERATION_CANCELLED in MSMQ)."""
+    if wait == 0:
+        return await gateway.reader.receive(path, wait, transaction)
+    hung_up = asyncio.Event()
+    listener = asyncio.create_task(_await_disconnect(request, hung_up))
+    try:
+        return await gateway.reader.receive(path, wait, transaction, hung_up)
+    finally:
+        listener.cancel()
+
+
+async def _await_disconnect(request: Request, hung_up: asyncio.Event) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    hung_up.set()
 
 
 async def _receive_locked(
