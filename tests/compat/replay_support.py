@@ -6,75 +6,29 @@ answers are parsed by hand, one at a time, so that their order and framing can b
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.integration.support import gateway_command
+from tests.gateway_process import GatewayProcess
 
-READY_ATTEMPTS = 300
-READY_INTERVAL_S = 0.05
-"""Readiness probe: at most READY_ATTEMPTS polls of /healthz, READY_INTERVAL_S apart."""
 SOCKET_TIMEOUT_S = 10.0
 """Bounds every read; only reached on failure (the server owes each answer at once)."""
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-class Server:
-    """`msmq-gateway serve` on a free loopback port, on an already migrated database."""
+class Server(GatewayProcess):
+    """A gateway process with a REST client for checking what the replays stored."""
 
     def __init__(self, database_url: str, settings: dict[str, str], log: Path) -> None:
-        self.log = log
-        self.port = free_port()
-        environment = {name: value for name, value in os.environ.items() if not name.startswith("MSMQGW_")}
-        environment |= {"MSMQGW_DATABASE_URL": database_url, **settings}
-        command = [*gateway_command(), "serve", "--no-migrate", "--host", "127.0.0.1"]
-        with log.open("ab") as output:
-            self.process = subprocess.Popen(
-                [*command, "--port", str(self.port), "--log-level", "warning"],
-                env=environment,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-            )
-        self.api = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=SOCKET_TIMEOUT_S)
-
-    def wait_ready(self) -> None:
-        """Poll /healthz a bounded number of times: a readiness probe, not synchronisation."""
-        for _ in range(READY_ATTEMPTS):
-            if self.process.poll() is not None:
-                break
-            try:
-                if self.api.get("/healthz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(READY_INTERVAL_S)
-        raise AssertionError(f"the server did not become ready:\n{self.log_text()}")
+        super().__init__(database_url, settings, log)
+        self.api = httpx.Client(base_url=self.base_url, timeout=SOCKET_TIMEOUT_S)
 
     def stop(self) -> None:
         self.api.close()
-        if self.process.poll() is None:
-            self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
+        super().stop()
 
     def alive(self) -> bool:
         health = self.api.get("/healthz")

@@ -8,10 +8,7 @@ keep the queue manager's identity and its lookup-ID counter.
 
 from __future__ import annotations
 
-import os
 import signal
-import socket
-import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +20,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.integration.support import gateway_command
+from tests.gateway_process import GatewayProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -32,68 +29,23 @@ MESSAGES = f"/api/queues/{QUEUE}/messages"
 PRIORITY = 3
 CLIENTS = 4
 ACKNOWLEDGED_BEFORE_KILL = 80
-READY_ATTEMPTS = 300
-READY_INTERVAL_S = 0.05
-"""Readiness probe: at most READY_ATTEMPTS polls of /healthz, READY_INTERVAL_S apart."""
 STREAM_LIMIT_S = 60.0
 """Bounds the whole stream; only reached on failure."""
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-class Server:
-    """A gateway process on a free loopback port, serving an already migrated database."""
-
-    def __init__(self, database_url: str, log: Path) -> None:
-        self.log = log
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        environment = {name: value for name, value in os.environ.items() if not name.startswith("MSMQGW_")}
-        environment["MSMQGW_DATABASE_URL"] = database_url
-        command = [
-            *gateway_command(),
-            "serve",
-            "--no-migrate",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-        ]
-        with log.open("ab") as output:
-            self.process = subprocess.Popen(
-                [*command, "--log-level", "warning"], env=environment, stdout=output, stderr=subprocess.STDOUT
-            )
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown, no flush, no lifespan exit."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-
+class Server(GatewayProcess):
     async def ready(self, client: httpx.AsyncClient) -> dict[str, Any]:
-        """Poll /healthz a bounded number of times: a readiness probe, not synchronisation."""
-        for _ in range(READY_ATTEMPTS):
-            if self.process.poll() is not None:
-                break
-            try:
-                response = await client.get(f"{self.base_url}/healthz")
-            except httpx.TransportError:
-                await anyio.sleep(READY_INTERVAL_S)
-                continue
-            assert response.status_code == 200, response.text
-            health: dict[str, Any] = response.json()
-            return health
-        raise AssertionError(f"the server did not become ready:\n{self.log.read_text(errors='replace')}")
+        """Wait until serving (bounded probe), then return its /healthz answer."""
+        await anyio.to_thread.run_sync(self.wait_ready)
+        response = await client.get(f"{self.base_url}/healthz")
+        assert response.status_code == 200, response.text
+        health: dict[str, Any] = response.json()
+        return health
 
 
 @contextmanager
 def running(database_url: str, log: Path) -> Iterator[Server]:
-    server = Server(database_url, log)
+    server = Server(database_url, {}, log)
     try:
         yield server
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import MutableMapping
 from typing import Any
 
 import httpx
@@ -21,7 +22,7 @@ class HangingUpClient:
         self._app = app
         self._path = path
         self._hang_up = asyncio.Event()
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[MutableMapping[str, Any]] = []
         self._body_sent = False
 
     async def receive(self) -> dict[str, Any]:
@@ -31,7 +32,7 @@ class HangingUpClient:
         await self._hang_up.wait()
         return {"type": "http.disconnect"}
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: MutableMapping[str, Any]) -> None:
         self.messages.append(message)
 
     async def run(self) -> None:
