@@ -69,7 +69,7 @@ class CursorService:
         if cursor.place is CursorPlace.ON_MESSAGE:
             message = await self._take_current(cursor, queue, claim)
         else:
-            message = await self._take_waiting(queue, self._first_seek(cursor), claim, timeout_ms)
+            message = await self._qm._take_waiting(queue, self._first_seek(cursor), claim, timeout_ms)
         if message is not None:
             await self._step_past(cursor, queue, message.lookup_id)
         return message
@@ -80,14 +80,6 @@ class CursorService:
         if message is None:
             raise await self._moved_error(queue, cursor)
         return self._qm._as_read(message)
-
-    async def _take_waiting(
-        self, queue: Queue, selector: Selector, claim: Claim, timeout_ms: int
-    ) -> Message | None:
-        async def attempt() -> Message | None:
-            return await self._qm.store.take(queue, selector, self._qm.clock.now(), claim)
-
-        return await self._qm._wait(queue, attempt, timeout_ms)
 
     async def _advance(
         self, cursor: CursorRecord, queue: Queue, timeout_ms: int, selector: Selector

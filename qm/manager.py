@@ -31,6 +31,7 @@ from qm.store import (
     ClaimKind,
     EnqueueOutcome,
     ReleaseReport,
+    Selector,
     Store,
     TransactionRecord,
 )
@@ -353,6 +354,21 @@ class QueueManager:
         remaining = rules.remaining_seconds(message.ttbr_deadline, self.clock.now())
         properties = dataclasses.replace(message.properties, time_to_be_received=remaining)
         return dataclasses.replace(message, properties=properties)
+
+    async def _take_waiting(
+        self,
+        queue: Queue,
+        selector: Selector,
+        claim: Claim,
+        timeout_ms: int,
+        abandoned: asyncio.Event | None = None,
+    ) -> Message | None:
+        """Take (receive or lock) what the selector addresses, waiting up to the timeout."""
+
+        async def attempt() -> Message | None:
+            return await self.store.take(queue, selector, self.clock.now(), claim)
+
+        return await self._wait(queue, attempt, timeout_ms, abandoned)
 
     async def _wait(
         self, queue: Queue, attempt: Attempt, timeout_ms: int, abandoned: asyncio.Event | None = None

@@ -29,7 +29,7 @@ class QueueReader:
         or as soon as `abandoned` is set (the caller can no longer take the message)."""
         queue = await self._qm.get_queue(path_text)
         claim = await self._qm._claim_for(queue, transaction)
-        return await self._take_waiting(queue, Selector(), claim, timeout_ms, abandoned)
+        return await self._qm._take_waiting(queue, Selector(), claim, timeout_ms, abandoned)
 
     async def peek(self, path_text: str, timeout_ms: int) -> Message | None:
         queue = await self._qm.get_queue(path_text)
@@ -41,7 +41,7 @@ class QueueReader:
         """Dequeue Message Begin: lock the first message under a tag; end with end_lock."""
         queue = await self._qm.get_queue(path_text)
         claim, token = self._qm._lock_claim(lock_timeout_s)
-        message = await self._take_waiting(queue, Selector(), claim, timeout_ms)
+        message = await self._qm._take_waiting(queue, Selector(), claim, timeout_ms)
         if message is None:
             return None
         return message, f"{message.lookup_id}{LOCK_TAG_SEPARATOR}{token}"
@@ -127,19 +127,6 @@ class QueueReader:
         else:
             message = await self._qm.store.take(queue, selector, now, claim)
         return None if message is None else self._qm._as_read(message)
-
-    async def _take_waiting(
-        self,
-        queue: Queue,
-        selector: Selector,
-        claim: Claim,
-        timeout_ms: int,
-        abandoned: asyncio.Event | None = None,
-    ) -> Message | None:
-        async def attempt() -> Message | None:
-            return await self._qm.store.take(queue, selector, self._qm.clock.now(), claim)
-
-        return await self._qm._wait(queue, attempt, timeout_ms, abandoned)
 
     def _peeker(self, queue: Queue, selector: Selector) -> Attempt:
         async def attempt() -> Message | None:

@@ -16,7 +16,6 @@ from qm import rules
 from qm.disposal import DisposalPolicy
 from qm.errors import MqError, MqErrorCode
 from qm.model import INFINITE, NewMessage
-from qm.store import EnqueueOutcome, EnqueueResult
 from qm.wakeups import WakeUps
 from storage import rows
 from storage.tables import AVAILABLE, message_counter, messages, queue_manager, queues
@@ -75,21 +74,20 @@ class StoreBase:
 
     async def insert_messages(
         self, connection: AsyncConnection, batch: Sequence[NewMessage]
-    ) -> list[EnqueueResult]:
-        """Assign counters and lookup IDs, insert, and add to the queues' totals."""
+    ) -> list[dict[str, Any]]:
+        """Assign counters and lookup IDs, insert, and add to the queues' totals; return the rows."""
         if not batch:
             return []
         counters = await self._allocate_counters(connection, len(batch))
-        results, values = [], []
+        values = []
         for item, counter in zip(batch, counters, strict=True):
             lookup_id = rules.lookup_id_for(item.properties.priority, counter)
             message_id = item.message_id or rules.message_id_for(self._identity(), counter)
             values.append(rows.message_values(item, lookup_id, message_id))
-            results.append(EnqueueResult(EnqueueOutcome.ACCEPTED, lookup_id, message_id))
         await connection.execute(sa.insert(messages), values)
         await add_to_totals(connection, values, sign=1)
         self.changed(connection, (value["queue_id"] for value in values if value["state"] == AVAILABLE))
-        return results
+        return values
 
     async def _allocate_counters(self, connection: AsyncConnection, count: int) -> list[int]:
         if self._sqlite:

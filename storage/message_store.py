@@ -45,15 +45,13 @@ class MessageStore(StoreBase):
                 for item, outcome in zip(batch, outcomes, strict=True)
                 if outcome is EnqueueOutcome.ACCEPTED
             ]
-            placed = await self.insert_messages(connection, accepted)
-            arrived = [
-                rows.message_values(item, result.lookup_id or 0, result.message_id)
-                for item, result in zip(accepted, placed, strict=True)
-                if item.transaction_id is None
-            ]
+            inserted = await self.insert_messages(connection, accepted)
+            arrived = [row for row in inserted if row["transaction_id"] is None]
             if arrived:
                 await Consequences(self, connection, accepted[0].arrived_time).follow(arrived, Reason.ARRIVED)
-        placed_iter = iter(placed)
+        placed_iter = iter(
+            EnqueueResult(EnqueueOutcome.ACCEPTED, row["lookup_id"], row["message_id"]) for row in inserted
+        )
         return [
             next(placed_iter) if outcome is EnqueueOutcome.ACCEPTED else EnqueueResult(outcome)
             for outcome in outcomes
