@@ -63,6 +63,7 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
         upgrade(settings.database_url)
     host = arguments.host or settings.host
     port = arguments.port or settings.port
+    settings = settings.model_copy(update={"host": host, "port": port})  # the receipts URL names the port
     uvicorn.run(create_app(settings), host=host, port=port, workers=1, log_level=arguments.log_level)
     return 0
 

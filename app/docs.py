@@ -162,3 +162,17 @@ SENT_EXAMPLE = {
     "transaction": None,
 }
 NO_CONTENT = {"description": "Done; no body"}
+
+OUTGOING_QUEUE_EXAMPLE = {
+    "id": 7,
+    "format_name": "DIRECT=HTTP://gw02.example.net/msmq/private$/orders",
+    "url": "HTTP://gw02.example.net/msmq/private$/orders",
+    "state": "waiting-to-connect",
+    "message_count": 12,
+    "byte_count": 12288,
+    "delivered_count": 4031,
+    "attempts": 3,
+    "last_error": "ConnectError: [Errno 111] Connection refused",
+    "last_attempt_at": "2026-11-23T02:10:04.120000Z",
+    "next_attempt_at": "2026-11-23T02:10:08.120000Z",
+}

@@ -11,6 +11,7 @@ from app.settings import Settings
 from qm.cursors import CursorService
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
+from qm.outgoing import OutgoingQueues
 from qm.reading import QueueReader
 
 
@@ -20,6 +21,7 @@ class Gateway:
     manager: QueueManager
     reader: QueueReader
     cursors: CursorService
+    outgoing: OutgoingQueues
 
 
 def _gateway(request: Request) -> Gateway:

@@ -4,6 +4,7 @@ idle transactions and cursors. A failing pass is logged and retried, never fatal
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -22,6 +23,22 @@ async def supervise(name: str, one_pass: Callable[[], Awaitable[object]], interv
         except Exception:
             log.exception("%s pass failed; retrying", name)
         await asyncio.sleep(interval_s)
+
+
+async def supervise_on_demand(
+    name: str, one_pass: Callable[[], Awaitable[object]], interval_s: float, work: asyncio.Event
+) -> None:
+    """Like `supervise`, but `work` being set starts the next pass at once."""
+    while True:
+        work.clear()
+        try:
+            await one_pass()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s pass failed; retrying", name)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(work.wait(), interval_s)
 
 
 async def release_pass(manager: QueueManager) -> None:

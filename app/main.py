@@ -11,12 +11,16 @@ from fastapi import APIRouter, FastAPI
 
 from app import errors, openapi
 from app.gateway import Gateway
-from app.housekeeping import background_tasks
-from app.routes import cursors, lookup, messages, queue_manager, queues, srmp, transactions
+from app.housekeeping import background_tasks, supervise_on_demand
+from app.outbound.client import SrmpClient
+from app.outbound.delivery import OutgoingDelivery
+from app.outbound.receipts import StreamReceiptSender
+from app.routes import cursors, lookup, messages, outgoing, queue_manager, queues, srmp, transactions
 from app.settings import Settings, load_settings
 from qm.clock import Clock, SystemClock
 from qm.cursors import CursorService
 from qm.manager import QueueManager
+from qm.outgoing import OutgoingQueues
 from qm.reading import QueueReader
 from storage.engine import make_engine
 from storage.store import SqlStore
@@ -40,8 +44,19 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         await wakeups.start()
         manager = QueueManager(store, wakeups, clock or SystemClock(), settings.manager_config())
         await manager.start()
-        app.state.gateway = Gateway(settings, manager, QueueReader(manager), CursorService(manager))
+        client = SrmpClient(settings.srmp_send_timeout_s)
+        receipts = StreamReceiptSender(manager, client, settings.srmp_timer_mapping)
+        outgoing_queues = OutgoingQueues(manager)
+        app.state.gateway = Gateway(
+            settings, manager, QueueReader(manager), CursorService(manager), outgoing_queues
+        )
+        delivery = OutgoingDelivery(outgoing_queues, client, settings.srmp_timer_mapping)
         tasks = background_tasks(manager, settings.housekeeping_interval_s, settings.sweep_interval_s)
+        interval_s = settings.srmp_send_interval_s
+        senders = (("stream receipts", receipts.send_due), ("outgoing queues", delivery.send_due))
+        for name, one_pass in senders:
+            supervised = supervise_on_demand(name, one_pass, interval_s, manager.outbound_work)
+            tasks.append(asyncio.create_task(supervised))
         try:
             yield
         finally:
@@ -50,6 +65,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await client.close()
             await wakeups.close()
             await store.close()
 
@@ -65,6 +81,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         lookup.router,
         messages.router,
         queues.router,
+        outgoing.router,
         srmp.router,
     ):
         app.include_router(router)

@@ -22,6 +22,7 @@ from qm.model import (
     QueueManagerInfo,
     QueueSettings,
 )
+from qm.outbound import OutgoingQueue, OutgoingState
 from qm.store import CursorRecord, TransactionRecord
 
 Uint32 = Annotated[int, Field(ge=0, le=INFINITE)]
@@ -73,7 +74,7 @@ class QueueUpdate(Strict):
 class QueueOut(BaseModel):
     path: str = Field(description="The form used in URLs, e.g. `private$/orders`")
     pathname: str = Field(description="MSMQ's path name, e.g. `private$\\orders`")
-    kind: Literal["public", "private", "system"]
+    kind: Literal["public", "private", "system", "outgoing"]
     is_journal: bool
     label: str
     transactional: bool
@@ -334,3 +335,34 @@ class QueueManagerUpdate(Strict):
     journal_quota_kb: Uint32 | None = None
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"throttled": True}]})
+
+
+class OutgoingQueueOut(BaseModel):
+    id: int
+    format_name: str = Field(description="`DIRECT=HTTP://host/msmq/...`: what applications send to")
+    url: str
+    state: OutgoingState
+    message_count: int
+    byte_count: int
+    delivered_count: int = Field(description="Messages the destination took since the queue was created")
+    attempts: int = Field(description="Failed attempts in a row (0 while the destination answers)")
+    last_error: str | None
+    last_attempt_at: datetime | None
+    next_attempt_at: datetime | None = Field(description="When a waiting queue tries again")
+
+    @classmethod
+    def of(cls, outgoing: OutgoingQueue) -> OutgoingQueueOut:
+        waiting = outgoing.attempts > 0
+        return cls(
+            id=outgoing.queue.id,
+            format_name=outgoing.queue.path.pathname,
+            url=outgoing.url,
+            state=outgoing.state,
+            message_count=outgoing.queue.message_count,
+            byte_count=outgoing.queue.byte_count,
+            delivered_count=outgoing.delivered_count,
+            attempts=outgoing.attempts,
+            last_error=outgoing.last_error,
+            last_attempt_at=outgoing.last_attempt_at,
+            next_attempt_at=outgoing.next_attempt_at if waiting else None,
+        )

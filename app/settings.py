@@ -59,6 +59,30 @@ class Settings(BaseSettings):
         description="When the TTRQ deadline read is later than the TTBR's: swap them, or clamp the TTRQ",
     )
     srmp_virtual_directory: str = Field("msmq", description="First path segment of SRMP URLs")
+    srmp_outbound_hosts: str = Field(
+        "",
+        description="Comma-separated hosts the gateway may POST receipts and acknowledgments to "
+        "(sender-supplied URLs: an allow-list against SSRF); `*` allows any host",
+    )
+    srmp_outbound_rewrites: dict[str, str] = Field(
+        default_factory=dict,
+        description="JSON object of URL prefix -> replacement applied to receipt URLs first, e.g. "
+        '{"http://winbox/": "http://10.0.0.7/"}',
+    )
+    srmp_retry_min_s: float = Field(1.0, gt=0, description="First wait before resending to a failing host")
+    srmp_retry_max_s: float = Field(60.0, gt=0, description="Longest wait between resends to a failing host")
+    srmp_stream_resend_s: float = Field(
+        30.0, gt=0, description="Resend a transactional message no stream receipt covered after this"
+    )
+    srmp_receipts_url: str = Field(
+        "",
+        description="Where receivers send stream receipts for the transactional messages this gateway "
+        "sends; default http://<first non-loopback local host name>:<port>/msmq/private$/order_queue$",
+    )
+    srmp_send_timeout_s: float = Field(30.0, gt=0, description="Timeout of one outbound SRMP POST")
+    srmp_send_interval_s: float = Field(
+        1.0, gt=0, description="How often due stream receipts and outgoing queues are looked at"
+    )
     wake_poll_interval_s: float = Field(
         1.0, gt=0, description="How soon a waiting receive notices a message sent by another process"
     )
@@ -79,10 +103,29 @@ class Settings(BaseSettings):
                 name.strip().casefold() for name in self.local_host_names.split(",") if name.strip()
             ),
             transaction_ttbr=self.transaction_ttbr,
+            outbound_hosts=tuple(self.outbound_hosts()),
+            outbound_rewrites=tuple(self.srmp_outbound_rewrites.items()),
+            stream_resend_s=self.srmp_stream_resend_s,
+            receipts_url=self.receipts_url(),
+            retry_min_s=self.srmp_retry_min_s,
+            retry_max_s=max(self.srmp_retry_max_s, self.srmp_retry_min_s),
         )
+
+    def receipts_url(self) -> str:
+        if self.srmp_receipts_url:
+            return self.srmp_receipts_url
+        names = [name.strip() for name in self.local_host_names.split(",") if name.strip()]
+        public = [name for name in names if name.casefold() not in _LOOPBACK_NAMES]
+        host = (public or names or ["localhost"])[0]
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}/{self.srmp_virtual_directory}/private$/order_queue$"
+
+    def outbound_hosts(self) -> list[str]:
+        return [name.strip() for name in self.srmp_outbound_hosts.split(",") if name.strip()]
 
 
 ENVIRONMENT_PREFIX = "MSMQGW_"
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "."})
 
 
 def load_settings(environment: Mapping[str, str] | None = None) -> Settings:

@@ -34,3 +34,15 @@ class ManagerConfig:
     sweep_batch: int = 500
     duplicate_window_s: float = 1800.0
     """How long received SRMP message IDs are remembered for duplicate elimination."""
+    outbound_hosts: tuple[str, ...] = ()
+    """Hosts the gateway may POST SRMP messages and receipts to (`*`: any); others are refused."""
+    outbound_rewrites: tuple[tuple[str, str], ...] = ()
+    """URL prefix -> replacement, applied to every outbound URL before the host check."""
+    stream_resend_s: float = 30.0
+    """A transactional message sent over SRMP is sent again when no stream receipt covered it
+    within this time (MSMQ's first resend interval)."""
+    receipts_url: str = "http://localhost/msmq/private$/order_queue$"
+    """`sendReceiptsTo` of the streams this gateway sends: where receivers POST stream receipts."""
+    retry_min_s: float = 1.0
+    retry_max_s: float = 60.0
+    """Outgoing queues retry a failing destination after 1, 2, 4 ... seconds, up to this."""

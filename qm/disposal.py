@@ -17,7 +17,14 @@ from qm import acks
 from qm.errors import MqError
 from qm.format_names import LocalIdentity, local_queue_path, parse_format_name
 from qm.model import JournalFlags, Message, MessageClass, MessageProperties
-from qm.paths import QueuePath, SystemQueue, parse_queue_path, system_queue_path
+from qm.paths import (
+    QueueKind,
+    QueuePath,
+    SystemQueue,
+    outgoing_queue_path,
+    parse_queue_path,
+    system_queue_path,
+)
 
 
 class Reason(enum.Enum):
@@ -31,6 +38,12 @@ class Reason(enum.Enum):
     REJECTED = MessageClass.NACK_RECEIVE_REJECTED
     REACH_QUEUE_TIMEOUT = MessageClass.NACK_REACH_QUEUE_TIMEOUT
     QUOTA_EXCEEDED = MessageClass.NACK_Q_EXCEED_QUOTA
+    DELIVERED = MessageClass.NORMAL
+    """Left an outgoing queue because the remote queue manager took it (no class of its own)."""
+    REFUSED_BY_DESTINATION = MessageClass.NACK_BAD_DST_Q
+    """The remote queue manager answered 400: the destination is not available to this sender."""
+    DELETED_IN_TRANSIT = MessageClass.NACK_DELETED
+    """Purged from an outgoing queue before it reached its destination."""
 
     @property
     def negative(self) -> bool:
@@ -75,6 +88,8 @@ class DisposalPolicy:
         self.identity = identity
 
     def consequences(self, departure: Departure, reason: Reason, now: datetime) -> list[Placement]:
+        if departure.queue.kind is QueueKind.OUTGOING:
+            return self._in_transit(departure, reason, now)
         if not departure.queue.writable:
             return []  # the queue manager's own copies (journals, dead letters) earn nothing more
         placements = []
@@ -87,6 +102,19 @@ class DisposalPolicy:
             placements.extend(self._dead_letter(departure, reason))
         placements.extend(self._acknowledgment(departure, reason, now))
         return placements
+
+    def _in_transit(self, departure: Departure, reason: Reason, now: datetime) -> list[Placement]:
+        """An outgoing queue is the sender's side (reference §2.2): arrival there earns nothing;
+        delivery earns the positive source-journal copy; failure the dead letter and the NACK.
+        Arrival acknowledgments come from the remote queue manager."""
+        if reason is Reason.DELIVERED:
+            if not self._source_journaling(departure.message):
+                return []
+            target = system_queue_path(SystemQueue.JOURNAL)
+            return [self._copy(departure, PlacementKind.COMPUTER_JOURNAL, target)]
+        if not reason.negative:
+            return []
+        return self._dead_letter(departure, reason) + self._acknowledgment(departure, reason, now)
 
     def _source_journaling(self, message: Message) -> bool:
         """Positive source journaling of a message this queue manager sent (MQMSG_JOURNAL)."""
@@ -115,9 +143,9 @@ class DisposalPolicy:
         admin_queue = message.properties.admin_queue
         if not admin_queue or not acks.requested(message.properties.acknowledge, reason.value):
             return []
-        target = self.local_queue(admin_queue)
-        if target is None or not target.writable:
-            return []  # remote admin queues are reached by SRMP sending; system queues take none
+        target = self.local_queue(admin_queue) or self.remote_queue(admin_queue)
+        if target is None or not (target.writable or target.kind is QueueKind.OUTGOING):
+            return []  # system queues take no acknowledgments
         properties = acks.acknowledgment(
             message.properties,
             message.message_id,
@@ -139,6 +167,16 @@ class DisposalPolicy:
             return local_queue_path(parse_format_name(text), self.identity)
         except MqError:
             return None
+
+    def remote_queue(self, text: str) -> QueuePath | None:
+        """The outgoing queue for a remote `DIRECT=HTTP(S)://` format name, else None."""
+        try:
+            name = parse_format_name(text) if "=" in text else None
+        except MqError:
+            return None
+        if name is None or name.url is None or local_queue_path(name, self.identity) is not None:
+            return None
+        return outgoing_queue_path(name.url)
 
     @staticmethod
     def destination_format_name(queue: QueuePath) -> str:

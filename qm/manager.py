@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
-from qm import rules
+from qm import rules, streams
 from qm.clock import Clock
 from qm.config import ManagerConfig, TransactionTtbr
 from qm.disposal import Departure, DisposalPolicy, PlacementKind, Reason
@@ -25,7 +25,7 @@ from qm.model import (
     QueueManagerInfo,
     QueueSettings,
 )
-from qm.paths import QueuePath, SystemQueue, parse_queue_path, system_queue_path
+from qm.paths import QueueKind, QueuePath, SystemQueue, parse_queue_path, system_queue_path
 from qm.store import (
     Claim,
     ClaimKind,
@@ -35,6 +35,7 @@ from qm.store import (
     Store,
     TransactionRecord,
 )
+from qm.streams import StreamPosition, StreamReceiptDue
 from qm.wakeups import WakeUps
 
 SINGLE_MESSAGE_TRANSACTION = "single"
@@ -53,6 +54,9 @@ class QueueManager:
         self.config = config
         self._identity: QueueManagerInfo | None = None
         self.policy = DisposalPolicy(LocalIdentity(uuid.UUID(int=0), config.local_host_names))
+        self.outbound_work = asyncio.Event()
+        """Set when this process stored something to send (an outgoing message, a stream message
+        to acknowledge): the senders look at once instead of at their next poll."""
 
     # -- identity ---------------------------------------------------------------------
 
@@ -121,6 +125,10 @@ class QueueManager:
             )
         return path
 
+    def destination(self, text: str) -> QueuePath:
+        """Where a send to `text` goes: a local queue, or the outgoing queue of a remote one."""
+        return self.policy.remote_queue(text) or self.resolve(text)
+
     async def list_queues(self) -> list[Queue]:
         return await self.store.list_queues()
 
@@ -169,29 +177,45 @@ class QueueManager:
         transaction: str | None = None,
         duplicate_key: str | None = None,
         boundaries: tuple[bool, bool] | None = None,
+        stream: StreamPosition | None = None,
     ) -> Message | None:
         """Enqueue a message that may arrive more than once (SRMP retries): None when
         `duplicate_key` was seen within the duplicate window, and nothing is stored.
         `boundaries` are the sender's first/last-in-transaction marks (SRMP `<Eod>`)."""
-        path = self.resolve(path_text)
-        if not path.writable:
+        path = self.destination(path_text)
+        if not path.writable and path.kind is not QueueKind.OUTGOING:
             raise MqError(
                 MqErrorCode.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION,
                 f"{path.url_path} is read-only: only the queue manager writes journal and dead-letter queues",
             )
         rules.validate_properties(properties, self.config.max_body_bytes)
-        queue = await self._queue(path)
+        queue = await self._destination_queue(path, transaction)
         held_by = await self._send_transaction(queue, transaction)
         if transaction is not None:
             properties = await self._transactional(properties, held_by)
         new_message = self._new_message(queue, properties, held_by, transaction is not None)
-        new_message = dataclasses.replace(new_message, duplicate_key=duplicate_key)
+        new_message = dataclasses.replace(new_message, duplicate_key=duplicate_key, stream=stream)
         if boundaries is not None:
             first, last = boundaries
             new_message = dataclasses.replace(
                 new_message, first_in_transaction=first, last_in_transaction=last
             )
-        return await self._enqueue(queue, new_message)
+        stored = await self._enqueue(queue, new_message)
+        if stored is not None and (stream is not None or path.kind is QueueKind.OUTGOING):
+            self.outbound_work.set()
+        return stored
+
+    async def _destination_queue(self, path: QueuePath, transaction: str | None) -> Queue:
+        """The local queue, or the outgoing queue of a remote one (created on first use)."""
+        if path.kind is not QueueKind.OUTGOING:
+            return await self._queue(path)
+        if self.outbound_target(path.name) is None:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION,
+                f"{path.pathname}: the gateway sends only to hosts in MSMQGW_SRMP_OUTBOUND_HOSTS",
+            )
+        outgoing = await self.store.ensure_outgoing_queue(path, self.clock.now())
+        return outgoing.queue
 
     async def _transactional(self, properties: MessageProperties, held_by: str | None) -> MessageProperties:
         """Priority 0, and (MSMQ's rule, unless configured otherwise) the TTBR of the
@@ -202,8 +226,10 @@ class QueueManager:
         return dataclasses.replace(properties, priority=0, time_to_be_received=ttbr)
 
     async def _send_transaction(self, queue: Queue, transaction: str | None) -> str | None:
-        """Check §7.8's pairing of transactional queues and sends; return the holder."""
-        if queue.settings.transactional != (transaction is not None):
+        """Check §7.8's pairing of transactional queues and sends; return the holder. An
+        outgoing queue takes both (the remote queue decides; transactional ones travel as a stream)."""
+        outgoing = queue.path.kind is QueueKind.OUTGOING
+        if not outgoing and queue.settings.transactional != (transaction is not None):
             wanted = "inside a transaction" if queue.settings.transactional else "without one"
             raise MqError(
                 MqErrorCode.MQ_ERROR_TRANSACTION_USAGE,
@@ -308,6 +334,28 @@ class QueueManager:
 
     # -- housekeeping -----------------------------------------------------------------
 
+    def outbound_target(self, url: str) -> str | None:
+        """Where an outbound POST for `url` really goes, or None when its host is not allowed."""
+        config = self.config
+        return streams.receipt_target(url, dict(config.outbound_rewrites), config.outbound_hosts)
+
+    # -- stream receipts (reference §4.3) ------------------------------------------------
+
+    async def due_stream_receipts(self, limit: int = 100) -> list[StreamReceiptDue]:
+        return await self.store.due_stream_receipts(self.clock.now(), limit)
+
+    async def stream_receipt_sent(self, due: StreamReceiptDue) -> None:
+        await self.store.stream_receipt_sent(due.stream_id, due.last_ordinal, self.clock.now())
+
+    async def outgoing_stream_acknowledged(self, stream_id: str, last_ordinal: int) -> int | None:
+        """A stream receipt for a stream this gateway sends; None when it is not one of ours."""
+        return await self.store.outgoing_stream_acknowledged(stream_id, last_ordinal, self.clock.now())
+
+    async def stream_receipt_failed(self, due: StreamReceiptDue, retry: bool) -> None:
+        """Retry on the backoff schedule, or (a target never allowed) wait for the next message."""
+        retry_at = self.clock.now() + streams.retry_delay(due.attempts + 1) if retry else None
+        await self.store.stream_receipt_failed(due.stream_id, retry_at)
+
     async def release_expired(self) -> ReleaseReport:
         """Abort expired locks and idle transactions, close idle cursors, wake readers."""
         now = self.clock.now()
@@ -317,6 +365,11 @@ class QueueManager:
     async def expire_due(self) -> int:
         """The sweeper's pass: remove messages past their TTBR, in batches, until none is due."""
         total = 0
+        while True:  # in transit first: a message past both deadlines never reached its queue
+            expired = await self.store.expire_in_transit(self.clock.now(), self.config.sweep_batch)
+            total += expired
+            if expired < self.config.sweep_batch:
+                break
         while True:
             expired = await self.store.expire_due(self.clock.now(), self.config.sweep_batch)
             total += expired

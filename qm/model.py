@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from qm.paths import QueuePath
+from qm.streams import StreamPosition
 
 INFINITE = 0xFFFFFFFF
 """Timer value (seconds) and quota value (KB) meaning 'no limit', as MSMQ writes it."""
@@ -172,6 +173,8 @@ class NewMessage:
     """Sent in a transaction (a single-message one included)."""
     duplicate_key: str | None = None
     """When set, the message is stored only if no message with this key arrived recently."""
+    stream: StreamPosition | None = None
+    """For an SRMP stream message: stored only if the stream accepts it (reference §4.2)."""
 
 
 @dataclass(frozen=True, slots=True)

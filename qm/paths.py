@@ -23,6 +23,8 @@ class QueueKind(enum.Enum):
     PUBLIC = "public"
     PRIVATE = "private"
     SYSTEM = "system"
+    OUTGOING = "outgoing"
+    """Messages waiting to be sent to a remote SRMP queue; the name is the queue's URL."""
 
 
 class SystemQueue(enum.Enum):
@@ -69,9 +71,11 @@ class QueuePath:
     @property
     def writable(self) -> bool:
         """Applications may send only to public and private queues, never to journals."""
-        return self.kind is not QueueKind.SYSTEM and not self.journal
+        return self.kind in (QueueKind.PUBLIC, QueueKind.PRIVATE) and not self.journal
 
     def _render(self, separator: str) -> str:
+        if self.kind is QueueKind.OUTGOING:
+            return f"DIRECT={self.name}"
         if self.kind is QueueKind.SYSTEM:
             return f"{_SYSTEM_PREFIX};{self.name}"
         suffix = _JOURNAL_SUFFIX if self.journal else ""
@@ -82,6 +86,13 @@ class QueuePath:
 
 def system_queue_path(queue: SystemQueue) -> QueuePath:
     return QueuePath(QueueKind.SYSTEM, queue.value)
+
+
+def outgoing_queue_path(url: str) -> QueuePath:
+    """The outgoing queue of a remote SRMP queue, named by its URL (scheme and host lower case)."""
+    scheme, _, rest = url.strip().replace("\\", "/").partition("://")
+    host, slash, path = rest.partition("/")
+    return QueuePath(QueueKind.OUTGOING, f"{scheme.upper()}://{host.casefold()}{slash}{path}")
 
 
 def parse_queue_path(text: str) -> QueuePath:

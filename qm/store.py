@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from qm.disposal import DisposalPolicy, Placement
+from qm.disposal import DisposalPolicy, Placement, Reason
 from qm.model import (
     Message,
     NewMessage,
@@ -21,7 +21,9 @@ from qm.model import (
     QueueManagerInfo,
     QueueSettings,
 )
+from qm.outbound import OutgoingQueue, OutgoingStreamPosition
 from qm.paths import QueuePath
+from qm.streams import StreamReceiptDue
 from qm.wakeups import WakeUps
 
 
@@ -151,7 +153,7 @@ class Store(Protocol):
         """Delete the queue, its journal and their messages; return the messages dropped."""
         ...
 
-    async def purge_queue(self, queue_id: int, now: datetime) -> int:
+    async def purge_queue(self, queue_id: int, now: datetime, reason: Reason = Reason.PURGED) -> int:
         """Remove every available message; locked ones are removed when their lock ends."""
         ...
 
@@ -193,6 +195,54 @@ class Store(Protocol):
 
     async def transaction_ttbr(self, transaction_id: str, seconds: int) -> int:
         """Record `seconds` as the transaction's first TTBR unless one is set; return that one."""
+        ...
+
+    async def due_stream_receipts(self, now: datetime, limit: int) -> list[StreamReceiptDue]:
+        """Incoming streams whose receipt is due, most overdue first."""
+        ...
+
+    async def stream_receipt_sent(self, stream_id: str, last_ordinal: int, now: datetime) -> None: ...
+
+    async def stream_receipt_failed(self, stream_id: str, retry_at: datetime | None) -> None: ...
+
+    # -- outgoing queues (the gateway as an SRMP sender) --
+
+    async def ensure_outgoing_queue(self, path: QueuePath, now: datetime) -> OutgoingQueue: ...
+
+    async def list_outgoing_queues(self) -> list[OutgoingQueue]: ...
+
+    async def get_outgoing_queue(self, queue_id: int) -> OutgoingQueue | None: ...
+
+    async def due_outgoing_queues(self, now: datetime) -> list[OutgoingQueue]: ...
+
+    async def outgoing_head(
+        self, queue_id: int, now: datetime, resend_before: datetime
+    ) -> Message | None: ...
+
+    async def outgoing_stream_position(
+        self, queue_id: int, lookup_id: int, candidate_stream_id: str, now: datetime
+    ) -> OutgoingStreamPosition: ...
+
+    async def outgoing_stream_sent(self, lookup_id: int, now: datetime) -> None: ...
+
+    async def outgoing_stream_acknowledged(
+        self, stream_id: str, last_ordinal: int, now: datetime
+    ) -> int | None:
+        """Remove the messages a stream receipt covers; None for a stream not sent from here."""
+        ...
+
+    async def outgoing_finished(self, queue_id: int, lookup_id: int, reason: Reason, now: datetime) -> bool:
+        """Remove a message that left its outgoing queue (DELIVERED, or a failure reason)."""
+        ...
+
+    async def outgoing_failed(self, queue_id: int, error: str, retry_at: datetime, now: datetime) -> None: ...
+
+    async def outgoing_refusal_noted(self, queue_id: int, error: str) -> None: ...
+
+    async def set_outgoing_paused(self, queue_id: int, paused: bool, now: datetime) -> None: ...
+
+    async def expire_in_transit(self, now: datetime, limit: int) -> int:
+        """Remove messages of outgoing queues past their TTRQ (REACH_QUEUE_TIMEOUT)."""
         ...
 
     async def expire_due(self, now: datetime, limit: int) -> int:

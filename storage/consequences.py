@@ -12,11 +12,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm import rules
 from qm.disposal import Departure, Placement, PlacementKind, Reason
-from qm.model import NewMessage
+from qm.model import NewMessage, QueueSettings
 from qm.paths import QueueKind, QueuePath
 from storage import rows
 from storage.base import add_to_totals
-from storage.tables import messages, queues
+from storage.tables import messages, outgoing_queues, queues
 
 if TYPE_CHECKING:
     from storage.base import StoreBase
@@ -72,6 +72,10 @@ class Consequences:
         if not placements:
             return
         targets = await self._targets({placement.target.key for placement in placements})
+        for path in {p.target for p in placements if p.target.kind is QueueKind.OUTGOING}:
+            if path.key not in targets:  # acknowledgments to a remote admin queue not yet sent to
+                await create_outgoing_queue(self._connection, path, self._now)
+                targets |= await self._targets([path.key])
         accepted: list[NewMessage] = []
         for placement in placements:
             target = targets.get(placement.target.key)
@@ -119,3 +123,23 @@ def _new_message(placement: Placement, queue_id: int, now: datetime) -> NewMessa
         ttrq_deadline=None,
         destination_queue=placement.destination_queue,
     )
+
+
+async def create_outgoing_queue(connection: AsyncConnection, path: QueuePath, now: datetime) -> int:
+    """Insert the queue and its delivery state unless present; return the queue's id."""
+    existing = (await connection.execute(sa.select(q.id).where(q.path_key == path.key))).scalar()
+    if existing is not None:
+        return int(existing)
+    values = rows.queue_values(path, QueueSettings(), now)
+    queue_id = int((await connection.execute(sa.insert(queues).values(values).returning(q.id))).scalar_one())
+    await connection.execute(
+        sa.insert(outgoing_queues).values(
+            queue_id=queue_id,
+            url=path.name,
+            paused=False,
+            attempts=0,
+            next_attempt_at=0,
+            delivered_count=0,
+        )
+    )
+    return queue_id

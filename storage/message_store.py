@@ -11,19 +11,19 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from qm import rules
+from qm import rules, streams
 from qm.disposal import Placement, Reason
 from qm.model import Message, NewMessage, Queue
 from qm.store import Claim, ClaimKind, EnqueueOutcome, EnqueueResult, PositionState, Selector
 from storage import rows, statements
-from storage.base import StoreBase
 from storage.consequences import Consequences
+from storage.stream_store import StreamStore
 from storage.tables import LOCKED, TXN_DEQUEUE, messages, received_message_ids
 
 m = messages.c
 
 
-class MessageStore(StoreBase):
+class MessageStore(StreamStore):
     async def enqueue(
         self, batch: Sequence[NewMessage], quota_kb: int, throttled: bool
     ) -> list[EnqueueResult]:
@@ -70,12 +70,23 @@ class MessageStore(StoreBase):
         ID is remembered only once it is accepted, so a refused one can be sent again."""
         if item.duplicate_key is not None and await self._seen(connection, item.duplicate_key):
             return EnqueueOutcome.DUPLICATE
+        stream = None if item.stream is None else await self.stream_state(connection, item.stream.stream_id)
+        last_accepted = None if stream is None else stream.last_ordinal
+        if item.stream is not None and not streams.accepts(last_accepted, item.stream):
+            return EnqueueOutcome.DUPLICATE  # or out of order: the sender resends in order
         queue_bytes, queue_quota = totals[item.queue_id]
         size = rules.stored_size(item.properties)
         outcome = rules.admit(size, queue_bytes, queue_quota, machine_bytes, quota_kb, throttled)
-        if outcome is EnqueueOutcome.ACCEPTED and item.duplicate_key is not None:
-            if not await self._remember(connection, item):
-                return EnqueueOutcome.DUPLICATE  # a concurrent copy committed first
+        if outcome is not EnqueueOutcome.ACCEPTED:
+            return outcome
+        # The stream advances before the ID is remembered: a stream message whose ID is known
+        # still consumes its ordinal, so the next receipt covers it.
+        if item.stream is not None and not await self.advance_stream(
+            connection, item.stream, stream, item.arrived_time
+        ):
+            return EnqueueOutcome.DUPLICATE  # a concurrent copy advanced the stream first
+        if item.duplicate_key is not None and not await self._remember(connection, item):
+            return EnqueueOutcome.DUPLICATE  # a concurrent copy committed first
         return outcome
 
     @staticmethod

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from qm.disposal import Reason
 from qm.errors import MqError, MqErrorCode
 from qm.model import INFINITE, Queue, QueueChanges, QueueManagerInfo, QueueSettings
-from qm.paths import QueuePath, SystemQueue, system_queue_path
+from qm.paths import QueueKind, QueuePath, SystemQueue, system_queue_path
 from storage import rows
 from storage.base import StoreBase
 from storage.consequences import Consequences
@@ -143,6 +143,7 @@ class QueueStore(StoreBase):
         statement = (
             sa.select(queues, journal.c.id.label("journal_queue_id"))
             .outerjoin(journal, journal.c.journal_of == q.id)
+            .where(q.kind != QueueKind.OUTGOING.value)  # listed on their own, with delivery state
             .order_by(q.path_key)
         )
         async with self.engine.connect() as connection:
@@ -180,14 +181,14 @@ class QueueStore(StoreBase):
             await connection.execute(sa.delete(queues).where(q.id == queue_id))
         return followed + int(dropped.rowcount)
 
-    async def purge_queue(self, queue_id: int, now: datetime) -> int:
+    async def purge_queue(self, queue_id: int, now: datetime, reason: Reason = Reason.PURGED) -> int:
         """Available messages leave with reason PURGED; locked ones when their lock ends."""
         # Message rows first and the queue's totals last, as every other removal does:
         # locking the queue row first deadlocked with a receive holding a message row.
         available = sa.and_(m.queue_id == queue_id, m.state == AVAILABLE)
         async with self._transaction() as connection:
             consequences = Consequences(self, connection, now)
-            followed = await self._remove_followed(connection, available, consequences, Reason.PURGED)
+            followed = await self._remove_followed(connection, available, consequences, reason)
             if self._sqlite:  # one writer: the rows counted are the rows deleted
                 number, size = (await connection.execute(_count_and_size(m.body_size, available))).one()
                 await connection.execute(sa.delete(messages).where(available))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from storage.message_store import MessageStore
+from storage.outgoing_store import OutgoingStore
 from storage.queue_store import QueueStore
 from storage.transaction_store import TransactionStore
 
 
-class SqlStore(QueueStore, MessageStore, TransactionStore):
+class SqlStore(QueueStore, MessageStore, TransactionStore, OutgoingStore):
     """One database, one queue manager. Every public method is one transaction."""

@@ -41,9 +41,9 @@ queues = sa.Table(
     "queues",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("path_key", sa.String(300), nullable=False, unique=True),
+    sa.Column("path_key", sa.String(700), nullable=False, unique=True),
     sa.Column("kind", sa.String(16), nullable=False),
-    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("name", sa.String(600), nullable=False),
     sa.Column("journal_of", sa.Integer, sa.ForeignKey("queues.id", ondelete="CASCADE"), nullable=True),
     sa.Column("label", sa.String(124), nullable=False),
     sa.Column("transactional", sa.Boolean, nullable=False),
@@ -99,6 +99,7 @@ messages = sa.Table(
     # 7 - priority, so (queue, state, lookup_id) serves that order exactly.
     sa.Index("ix_messages_receive_order", "queue_id", "state", "lookup_id"),
     sa.Index("ix_messages_ttbr_deadline", "ttbr_deadline"),
+    sa.Index("ix_messages_ttrq_deadline", "ttrq_deadline"),
     sa.Index("ix_messages_message_id", "message_id"),
     sa.Index("ix_messages_correlation_id", "correlation_id"),
     sa.Index("ix_messages_transaction_id", "transaction_id"),
@@ -134,3 +135,60 @@ cursors = sa.Table(
     sa.Column("expires_at", sa.BigInteger, nullable=False),
     sa.Index("ix_cursors_expires_at", "expires_at"),
 )
+
+srmp_streams = sa.Table(
+    "srmp_streams",
+    metadata,
+    sa.Column("stream_id", sa.String(200), primary_key=True),
+    sa.Column("last_ordinal", sa.BigInteger, nullable=False),
+    sa.Column("acknowledged_ordinal", sa.BigInteger, nullable=False),
+    sa.Column("send_receipts_to", sa.Text, nullable=False),
+    sa.Column("destination", sa.Text, nullable=False),
+    sa.Column("first_unacknowledged_at", sa.BigInteger, nullable=True),
+    sa.Column("receipt_due_at", sa.BigInteger, nullable=True),
+    sa.Column("receipt_attempts", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", sa.BigInteger, nullable=False),
+    sa.Index("ix_srmp_streams_receipt_due_at", "receipt_due_at"),
+)
+"""Incoming SRMP streams (reference §4.2): the last accepted ordinal, written in the same commit
+as the message, and what the sender has been told. Kept after the queue goes: a sender may
+resume a stream after a long outage."""
+
+outgoing_queues = sa.Table(
+    "outgoing_queues",
+    metadata,
+    sa.Column("queue_id", sa.Integer, sa.ForeignKey("queues.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("paused", sa.Boolean, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", sa.BigInteger, nullable=False),
+    sa.Column("last_error", sa.Text, nullable=True),
+    sa.Column("last_attempt_at", sa.BigInteger, nullable=True),
+    sa.Column("delivered_count", sa.BigInteger, nullable=False),
+)
+"""Delivery state of each outgoing queue (one per remote SRMP destination URL)."""
+
+outgoing_streams = sa.Table(
+    "outgoing_streams",
+    metadata,
+    sa.Column("queue_id", sa.Integer, sa.ForeignKey("queues.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("stream_id", sa.String(200), nullable=False, unique=True),
+    sa.Column("next_ordinal", sa.BigInteger, nullable=False),
+    sa.Column("acknowledged_ordinal", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+"""The stream this gateway sends transactional messages on, one per outgoing queue (§4.1)."""
+
+outgoing_stream_messages = sa.Table(
+    "outgoing_stream_messages",
+    metadata,
+    sa.Column("lookup_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("queue_id", sa.Integer, sa.ForeignKey("queues.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("ordinal", sa.BigInteger, nullable=False),
+    sa.Column("last_sent_at", sa.BigInteger, nullable=False),
+    sa.Column("sends", sa.Integer, nullable=False),
+    sa.Index("ix_outgoing_stream_messages_queue_id_ordinal", "queue_id", "ordinal"),
+)
+"""A transactional message's place in its outgoing stream, from its first send until a stream
+receipt covers it (it stays in its outgoing queue until then)."""

@@ -61,7 +61,7 @@ LOCK_NOT_HELD = problem_example(
 async def send(
     path: str, request: Request, gateway: GatewayDep, transaction: TransactionParam = None
 ) -> SentOut:
-    queue = canonical_queue(gateway, path)
+    queue = gateway.manager.destination(path).url_path
     properties = await message_from_request(request, gateway.settings.max_body_bytes)
     message = await gateway.manager.send(path, properties, transaction)
     return SentOut(

@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.gateway import GatewayDep
 from qm.errors import MqError, MqErrorCode, QuotaExceeded
 from qm.manager import SINGLE_MESSAGE_TRANSACTION
+from qm.streams import StreamPosition
 from soap import (
     DEFAULT_LIMITS,
     SrmpEnvelope,
@@ -100,6 +101,8 @@ async def _read_envelope(request: Request) -> SrmpEnvelope:
 
 
 async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> None:
+    if envelope.stream_receipt is not None and await _our_stream_receipt(envelope, gateway):
+        return
     settings = gateway.settings
     queue = _local_queue(envelope, gateway)
     timers = envelope_timers(
@@ -119,9 +122,37 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> None:
     transaction = SINGLE_MESSAGE_TRANSACTION if envelope.stream is not None else None
     eod = envelope.msmq.eod if envelope.msmq is not None else None
     boundaries = None if envelope.stream is None else (bool(eod and eod.first), bool(eod and eod.last))
-    stored = await gateway.manager.deliver(queue, properties, transaction, duplicate_key, boundaries)
+    stored = await gateway.manager.deliver(
+        queue, properties, transaction, duplicate_key, boundaries, _stream_position(envelope)
+    )
     if stored is None:
         log.info("duplicate SRMP message %s to %s dropped", duplicate_key, queue)
+
+
+async def _our_stream_receipt(envelope: SrmpEnvelope, gateway: GatewayDep) -> bool:
+    """A receipt for a stream this gateway sends (reference §4.7) settles its outgoing messages
+    and is not stored; a receipt for any other stream is stored like any message."""
+    receipt = envelope.stream_receipt
+    assert receipt is not None
+    settled = await gateway.manager.outgoing_stream_acknowledged(receipt.stream_id.text, receipt.last_ordinal)
+    if settled is None:
+        return False
+    log.info(
+        "stream receipt for %s up to %d: %d messages delivered",
+        receipt.stream_id.text,
+        receipt.last_ordinal,
+        settled,
+    )
+    return True
+
+
+def _stream_position(envelope: SrmpEnvelope) -> StreamPosition | None:
+    stream = envelope.stream
+    if stream is None:
+        return None
+    return StreamPosition(
+        stream.stream_id.text, stream.current, stream.previous, stream.send_receipts_to, envelope.path.to
+    )
 
 
 def _local_queue(envelope: SrmpEnvelope, gateway: GatewayDep) -> str:

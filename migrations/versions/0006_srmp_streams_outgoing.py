@@ -1,4 +1,4 @@
-"""SRMP stream state and outgoing queues (filled in by the SRMP work).
+"""SRMP stream state and outgoing queues.
 
 Revision ID: 0006
 Revises: 0005
@@ -7,6 +7,9 @@ Create Date: 2026-11-23
 
 from __future__ import annotations
 
+import sqlalchemy as sa
+from alembic import op
+
 revision = "0006"
 down_revision = "0005"
 branch_labels = None
@@ -14,8 +17,82 @@ depends_on = None
 
 
 def upgrade() -> None:
-    pass
+    op.create_table(
+        "srmp_streams",
+        sa.Column("stream_id", sa.String(200), nullable=False),
+        sa.Column("last_ordinal", sa.BigInteger, nullable=False),
+        sa.Column("acknowledged_ordinal", sa.BigInteger, nullable=False),
+        sa.Column("send_receipts_to", sa.Text, nullable=False),
+        sa.Column("destination", sa.Text, nullable=False),
+        sa.Column("first_unacknowledged_at", sa.BigInteger, nullable=True),
+        sa.Column("receipt_due_at", sa.BigInteger, nullable=True),
+        sa.Column("receipt_attempts", sa.Integer, nullable=False),
+        sa.Column("created_at", sa.BigInteger, nullable=False),
+        sa.Column("updated_at", sa.BigInteger, nullable=False),
+        sa.PrimaryKeyConstraint("stream_id", name="pk_srmp_streams"),
+    )
+    op.create_index("ix_srmp_streams_receipt_due_at", "srmp_streams", ["receipt_due_at"])
+    op.create_table(
+        "outgoing_queues",
+        sa.Column("queue_id", sa.Integer, nullable=False),
+        sa.Column("url", sa.Text, nullable=False),
+        sa.Column("paused", sa.Boolean, nullable=False),
+        sa.Column("attempts", sa.Integer, nullable=False),
+        sa.Column("next_attempt_at", sa.BigInteger, nullable=False),
+        sa.Column("last_error", sa.Text, nullable=True),
+        sa.Column("last_attempt_at", sa.BigInteger, nullable=True),
+        sa.Column("delivered_count", sa.BigInteger, nullable=False),
+        sa.ForeignKeyConstraint(
+            ["queue_id"], ["queues.id"], name="fk_outgoing_queues_queue_id_queues", ondelete="CASCADE"
+        ),
+        sa.PrimaryKeyConstraint("queue_id", name="pk_outgoing_queues"),
+    )
+    op.create_table(
+        "outgoing_streams",
+        sa.Column("queue_id", sa.Integer, nullable=False),
+        sa.Column("stream_id", sa.String(200), nullable=False),
+        sa.Column("next_ordinal", sa.BigInteger, nullable=False),
+        sa.Column("acknowledged_ordinal", sa.BigInteger, nullable=False),
+        sa.Column("created_at", sa.BigInteger, nullable=False),
+        sa.ForeignKeyConstraint(
+            ["queue_id"], ["queues.id"], name="fk_outgoing_streams_queue_id_queues", ondelete="CASCADE"
+        ),
+        sa.PrimaryKeyConstraint("queue_id", name="pk_outgoing_streams"),
+        sa.UniqueConstraint("stream_id", name="uq_outgoing_streams_stream_id"),
+    )
+    op.create_table(
+        "outgoing_stream_messages",
+        sa.Column("lookup_id", sa.BigInteger, nullable=False, autoincrement=False),
+        sa.Column("queue_id", sa.Integer, nullable=False),
+        sa.Column("ordinal", sa.BigInteger, nullable=False),
+        sa.Column("last_sent_at", sa.BigInteger, nullable=False),
+        sa.Column("sends", sa.Integer, nullable=False),
+        sa.ForeignKeyConstraint(
+            ["queue_id"],
+            ["queues.id"],
+            name="fk_outgoing_stream_messages_queue_id_queues",
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("lookup_id", name="pk_outgoing_stream_messages"),
+    )
+    op.create_index(
+        "ix_outgoing_stream_messages_queue_id_ordinal", "outgoing_stream_messages", ["queue_id", "ordinal"]
+    )
+    op.create_index("ix_messages_ttrq_deadline", "messages", ["ttrq_deadline"])
+    if op.get_bind().dialect.name != "sqlite":  # SQLite does not enforce lengths
+        # Outgoing queues are named by their URL, longer than a queue name.
+        op.alter_column("queues", "name", type_=sa.String(600), existing_nullable=False)
+        op.alter_column("queues", "path_key", type_=sa.String(700), existing_nullable=False)
 
 
 def downgrade() -> None:
-    pass
+    op.execute("DELETE FROM messages WHERE queue_id IN (SELECT id FROM queues WHERE kind = 'outgoing')")
+    op.execute("DELETE FROM queues WHERE kind = 'outgoing'")
+    if op.get_bind().dialect.name != "sqlite":
+        op.alter_column("queues", "path_key", type_=sa.String(300), existing_nullable=False)
+        op.alter_column("queues", "name", type_=sa.String(200), existing_nullable=False)
+    op.drop_index("ix_messages_ttrq_deadline", table_name="messages")
+    op.drop_table("outgoing_stream_messages")
+    op.drop_table("outgoing_streams")
+    op.drop_table("outgoing_queues")
+    op.drop_table("srmp_streams")

@@ -22,8 +22,10 @@ SOCKET_TIMEOUT_S = 10.0
 class Server(GatewayProcess):
     """A gateway process with a REST client for checking what the replays stored."""
 
-    def __init__(self, database_url: str, settings: dict[str, str], log: Path) -> None:
-        super().__init__(database_url, settings, log)
+    def __init__(
+        self, database_url: str, settings: dict[str, str], log: Path, port: int | None = None
+    ) -> None:
+        super().__init__(database_url, settings, log, port)
         self.api = httpx.Client(base_url=self.base_url, timeout=SOCKET_TIMEOUT_S)
 
     def stop(self) -> None:

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tests.gateway_process import GatewayProcess
+from tests.srmp_messages import new_stream_id, stream_request
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -150,3 +151,69 @@ async def test_nothing_acknowledged_is_lost_when_the_server_is_killed(
     assert int(new["lookup_id"]) > max(old_lookup_ids)  # same priority: the counter went on
     assert new["message_id"] not in {message["message_id"] for message in stored}
     assert new["message_id"].startswith("{" + manager["guid"] + "}\\")
+
+
+TX_QUEUE = "private$/durable_tx"
+RECEIPTS = "http://sender.example/msmq/private$/order_queue$"
+STREAM_ORDINALS = 60
+KILL_AFTER_ORDINAL = 25
+RESEND_BACK = 5
+"""A Windows sender resends every message no stream receipt covered; these tests have no
+receipts, so the resend starts a few ordinals before the last answered one."""
+
+
+@dataclass
+class StreamSender:
+    """A Windows sender's transactional stream, one message after another (reference §4)."""
+
+    url: str
+    stream_id: Any = field(default_factory=new_stream_id)
+    answered: int = 0
+    enough: anyio.Event = field(default_factory=anyio.Event)
+
+    async def send(self, http: httpx.AsyncClient, base_url: str, first: int, last: int) -> None:
+        for current in range(first, last + 1):
+            content_type, body = stream_request(
+                self.url, self.stream_id, current, receipts_to=RECEIPTS if current == 1 else None
+            )
+            try:
+                response = await http.post(
+                    f"{base_url}/msmq/{TX_QUEUE}", content=body, headers={"Content-Type": content_type}
+                )
+            except httpx.TransportError:
+                return  # the server died with this message in flight
+            assert response.status_code == 200, response.text
+            self.answered = current
+            if current >= KILL_AFTER_ORDINAL:
+                self.enough.set()
+
+
+async def test_a_transactional_stream_resumes_after_a_kill_without_loss_duplicates_or_reordering(
+    database_url: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "server.log"
+    sender = StreamSender(f"http://localhost/msmq/{TX_QUEUE}")
+    async with httpx.AsyncClient(timeout=30) as http:
+        with running(database_url, log) as first:
+            await first.ready(http)
+            created = await http.post(
+                f"{first.base_url}/api/queues", json={"path": TX_QUEUE, "transactional": True}
+            )
+            assert created.status_code == 201, created.text
+            with anyio.fail_after(STREAM_LIMIT_S):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(sender.send, http, first.base_url, 1, STREAM_ORDINALS)
+                    await sender.enough.wait()
+                    first.kill()
+        assert KILL_AFTER_ORDINAL <= sender.answered < STREAM_ORDINALS
+        with running(database_url, log) as second:
+            await second.ready(http)
+            resume_from = max(1, sender.answered - RESEND_BACK)
+            await sender.send(http, second.base_url, resume_from, STREAM_ORDINALS)
+            assert sender.answered == STREAM_ORDINALS
+            response = await http.get(
+                f"{second.base_url}/api/queues/{TX_QUEUE}/messages", params={"limit": 1000}
+            )
+            assert response.status_code == 200, response.text
+            stored = [message["body"] for message in response.json()["messages"]]
+    assert stored == [f"body-{current}" for current in range(1, STREAM_ORDINALS + 1)]

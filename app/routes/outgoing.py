@@ -1,0 +1,56 @@
+"""/api/outgoing-queues: messages waiting for remote SRMP queues, and their delivery state."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.docs import OUTGOING_QUEUE_EXAMPLE, example
+from app.gateway import GatewayDep
+from app.schemas import OutgoingQueueOut
+
+router = APIRouter(tags=["outgoing queues"])
+
+
+@router.get(
+    "/api/outgoing-queues",
+    summary="Every outgoing queue (one per remote destination) with its delivery state",
+    responses={200: example([OUTGOING_QUEUE_EXAMPLE])},
+)
+async def list_outgoing(gateway: GatewayDep) -> list[OutgoingQueueOut]:
+    return [OutgoingQueueOut.of(outgoing) for outgoing in await gateway.outgoing.all()]
+
+
+@router.get(
+    "/api/outgoing-queues/{queue_id}",
+    summary="One outgoing queue",
+    responses={200: example(OUTGOING_QUEUE_EXAMPLE)},
+)
+async def show_outgoing(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
+    return OutgoingQueueOut.of(await gateway.outgoing.get(queue_id))
+
+
+@router.post(
+    "/api/outgoing-queues/{queue_id}/pause",
+    summary="Stop sending to this destination; messages keep waiting (their TTRQ still runs)",
+    responses={200: example(OUTGOING_QUEUE_EXAMPLE | {"state": "paused"})},
+)
+async def pause(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
+    return OutgoingQueueOut.of(await gateway.outgoing.pause(queue_id))
+
+
+@router.post(
+    "/api/outgoing-queues/{queue_id}/resume",
+    summary="Send again, at once (also cuts a retry wait short)",
+    responses={200: example(OUTGOING_QUEUE_EXAMPLE)},
+)
+async def resume(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
+    return OutgoingQueueOut.of(await gateway.outgoing.resume(queue_id))
+
+
+@router.post(
+    "/api/outgoing-queues/{queue_id}/purge",
+    summary="Drop the waiting messages (dead-lettered with class 0x8001 where they ask for it)",
+    responses={200: example({"purged": 3})},
+)
+async def purge(queue_id: int, gateway: GatewayDep) -> dict[str, int]:
+    return {"purged": await gateway.outgoing.purge(queue_id)}

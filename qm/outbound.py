@@ -1,0 +1,81 @@
+"""The gateway as an SRMP sender: what the receiver's answer means (reference §2.2), outgoing
+queues and their retry schedule."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from http import HTTPStatus
+from typing import Literal
+
+from qm.model import Queue
+
+_RETRIED_CLIENT_ERRORS = frozenset({HTTPStatus.REQUEST_TIMEOUT, HTTPStatus.TOO_MANY_REQUESTS})
+
+
+class Verdict(enum.Enum):
+    DELIVERED = "delivered"
+    """2xx: the receiver has the message."""
+    REFUSED = "refused"
+    """400 and other permanent answers: undeliverable, never retried (dead letter at the source)."""
+    RETRY = "retry"
+    """5xx, 408, 429, a connection failure or a timeout: try again later."""
+
+
+def verdict(status: int | None) -> Verdict:
+    """`status` None means no answer at all (connection refused, reset, timed out)."""
+    if status is None or status >= 500 or status in _RETRIED_CLIENT_ERRORS:
+        return Verdict.RETRY
+    if 200 <= status < 300:
+        return Verdict.DELIVERED
+    return Verdict.REFUSED  # 3xx included: redirects are not followed (the target was checked)
+
+
+OutgoingState = Literal["connected", "idle", "waiting-to-connect", "paused"]
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingQueue:
+    """The sender's side of one remote SRMP queue (what MSMQ shows under Outgoing Queues)."""
+
+    queue: Queue
+    url: str
+    paused: bool
+    attempts: int
+    """Failed attempts since the last delivery: 0 while the destination answers."""
+    next_attempt_at: datetime
+    last_error: str | None
+    last_attempt_at: datetime | None
+    delivered_count: int
+
+    @property
+    def state(self) -> OutgoingState:
+        """`paused`, `waiting-to-connect` (failing, retrying later), `connected` or `idle`."""
+        if self.paused:
+            return "paused"
+        if self.attempts:
+            return "waiting-to-connect"
+        return "connected" if self.queue.message_count else "idle"
+
+
+def retry_delay(attempts: int, minimum_s: float, maximum_s: float) -> timedelta:
+    """Exponential backoff after `attempts` failures in a row, from `minimum_s` up to `maximum_s`."""
+    exponent = min(max(attempts, 1) - 1, 32)
+    return timedelta(seconds=min(maximum_s, minimum_s * 2**exponent))
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingStreamPosition:
+    """Where a transactional message sits in the stream of its outgoing queue."""
+
+    stream_id: str
+    ordinal: int
+    previous: int | None
+    """The ordinal before this one when messages between were dropped at the source (a gap)."""
+
+
+def new_stream_id(guid: uuid.UUID, now: datetime) -> str:
+    """`uid:<QM guid>\\<(seconds << 32) | 1>`: a new stream, as Windows numbers them (§5.8)."""
+    return f"uid:{guid}\\{(int(now.timestamp()) << 32) | 1}"

@@ -1,0 +1,94 @@
+"""Outgoing queues as the operator and the delivery loop see them (reference §2.2)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from qm.disposal import Reason
+from qm.errors import MqError, MqErrorCode
+from qm.manager import QueueManager
+from qm.model import Message
+from qm.outbound import OutgoingQueue, OutgoingStreamPosition, new_stream_id, retry_delay
+
+
+class OutgoingQueues:
+    def __init__(self, manager: QueueManager) -> None:
+        self._qm = manager
+
+    async def all(self) -> list[OutgoingQueue]:
+        return await self._qm.store.list_outgoing_queues()
+
+    async def get(self, queue_id: int) -> OutgoingQueue:
+        found = await self._qm.store.get_outgoing_queue(queue_id)
+        if found is None:
+            raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, f"no outgoing queue {queue_id}")
+        return found
+
+    async def pause(self, queue_id: int) -> OutgoingQueue:
+        await self.get(queue_id)
+        await self._qm.store.set_outgoing_paused(queue_id, True, self._qm.clock.now())
+        return await self.get(queue_id)
+
+    async def resume(self, queue_id: int) -> OutgoingQueue:
+        """Resume, and try at once: an operator resumes after fixing the cause."""
+        await self.get(queue_id)
+        await self._qm.store.set_outgoing_paused(queue_id, False, self._qm.clock.now())
+        return await self.get(queue_id)
+
+    async def purge(self, queue_id: int) -> int:
+        """Drop the waiting messages; each earns its dead letter and NACK (class 0x8001)."""
+        await self.get(queue_id)
+        return await self._qm.store.purge_queue(queue_id, self._qm.clock.now(), Reason.DELETED_IN_TRANSIT)
+
+    # -- the delivery loop --------------------------------------------------------------
+
+    async def due(self) -> list[OutgoingQueue]:
+        return await self._qm.store.due_outgoing_queues(self._qm.clock.now())
+
+    async def head(self, outgoing: OutgoingQueue) -> Message | None:
+        """The next message to send; stream messages awaiting their receipt only when due again."""
+        now = self._qm.clock.now()
+        resend_before = now - timedelta(seconds=self._qm.config.stream_resend_s)
+        return await self._qm.store.outgoing_head(outgoing.queue.id, now, resend_before)
+
+    async def stream_position(self, outgoing: OutgoingQueue, message: Message) -> OutgoingStreamPosition:
+        """A transactional message travels in the queue's stream (reference §4.1)."""
+        now = self._qm.clock.now()
+        candidate = new_stream_id(self._qm.guid, now)
+        return await self._qm.store.outgoing_stream_position(
+            outgoing.queue.id, message.lookup_id, candidate, now
+        )
+
+    async def stream_sent(self, message: Message) -> None:
+        """Accepted by the receiver; it stays here until a stream receipt covers it."""
+        await self._qm.store.outgoing_stream_sent(message.lookup_id, self._qm.clock.now())
+
+    @property
+    def receipts_url(self) -> str:
+        return self._qm.config.receipts_url
+
+    def now(self) -> datetime:
+        return self._qm.clock.now()
+
+    def target(self, outgoing: OutgoingQueue) -> str | None:
+        return self._qm.outbound_target(outgoing.url)
+
+    async def delivered(self, outgoing: OutgoingQueue, message: Message) -> None:
+        """The destination took it: gone from here, with the positive source-journal copy."""
+        await self._finish(outgoing, message, Reason.DELIVERED)
+
+    async def refused(self, outgoing: OutgoingQueue, message: Message, error: str) -> None:
+        """Undeliverable for good (400): dead letter at the source and NACK where asked for."""
+        await self._qm.store.outgoing_refusal_noted(outgoing.queue.id, f"{message.message_id}: {error}")
+        await self._finish(outgoing, message, Reason.REFUSED_BY_DESTINATION)
+
+    async def failed(self, outgoing: OutgoingQueue, error: str) -> None:
+        """Transient failure: the queue waits to connect, on an exponential schedule."""
+        now = self._qm.clock.now()
+        config = self._qm.config
+        retry_at = now + retry_delay(outgoing.attempts + 1, config.retry_min_s, config.retry_max_s)
+        await self._qm.store.outgoing_failed(outgoing.queue.id, error, retry_at, now)
+
+    async def _finish(self, outgoing: OutgoingQueue, message: Message, reason: Reason) -> None:
+        now = self._qm.clock.now()
+        await self._qm.store.outgoing_finished(outgoing.queue.id, message.lookup_id, reason, now)

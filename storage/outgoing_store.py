@@ -1,0 +1,266 @@
+"""Outgoing queues: one per remote SRMP queue, holding messages until the remote queue manager
+takes them, with the delivery state an operator looks at."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from qm.disposal import Reason
+from qm.model import Message
+from qm.outbound import OutgoingQueue, OutgoingStreamPosition
+from qm.paths import QueueKind, QueuePath
+from storage import rows
+from storage.base import StoreBase
+from storage.consequences import Consequences, create_outgoing_queue
+from storage.tables import (
+    AVAILABLE,
+    messages,
+    outgoing_queues,
+    outgoing_stream_messages,
+    outgoing_streams,
+    queues,
+)
+
+m = messages.c
+o = outgoing_queues.c
+os_ = outgoing_streams.c
+sm = outgoing_stream_messages.c
+q = queues.c
+
+
+class OutgoingStore(StoreBase):
+    async def ensure_outgoing_queue(self, path: QueuePath, now: datetime) -> OutgoingQueue:
+        try:
+            async with self._transaction() as connection:
+                queue_id = await create_outgoing_queue(connection, path, now)
+        except sa.exc.IntegrityError:  # created concurrently by another process
+            async with self.engine.connect() as connection:
+                queue_id = (
+                    await connection.execute(sa.select(q.id).where(q.path_key == path.key))
+                ).scalar_one()
+        found = await self.get_outgoing_queue(queue_id)
+        assert found is not None
+        return found
+
+    async def list_outgoing_queues(self) -> list[OutgoingQueue]:
+        return await self._outgoing(q.kind == QueueKind.OUTGOING.value)
+
+    async def get_outgoing_queue(self, queue_id: int) -> OutgoingQueue | None:
+        found = await self._outgoing(q.id == queue_id)
+        return found[0] if found else None
+
+    async def due_outgoing_queues(self, now: datetime) -> list[OutgoingQueue]:
+        """Queues with messages, not paused, whose next attempt is due."""
+        return await self._outgoing(
+            o.paused.is_(False), o.next_attempt_at <= rows.to_us(now), q.message_count > 0
+        )
+
+    async def _outgoing(self, *conditions: sa.ColumnElement[bool]) -> list[OutgoingQueue]:
+        statement = (
+            sa.select(queues, outgoing_queues)
+            .join(outgoing_queues, o.queue_id == q.id)
+            .where(*conditions)
+            .order_by(q.id)
+        )
+        async with self.engine.connect() as connection:
+            found = (await connection.execute(statement)).mappings().all()
+        return [_outgoing_from_row(row) for row in found]
+
+    async def outgoing_head(self, queue_id: int, now: datetime, resend_before: datetime) -> Message | None:
+        """The next message to send: queue order, not past its time to reach queue, and not a
+        stream message sent after `resend_before` (it waits for its receipt)."""
+        now_us = rows.to_us(now)
+        waiting = sa.select(sm.lookup_id).where(
+            sm.queue_id == queue_id, sm.last_sent_at > rows.to_us(resend_before)
+        )
+        statement = (
+            sa.select(messages)
+            .where(
+                m.queue_id == queue_id,
+                m.state == AVAILABLE,
+                sa.or_(m.ttrq_deadline.is_(None), m.ttrq_deadline > now_us),
+                m.lookup_id.not_in(waiting),
+            )
+            .order_by(m.lookup_id)
+            .limit(1)
+        )
+        async with self.engine.connect() as connection:
+            row = (await connection.execute(statement)).mappings().first()
+        return None if row is None else rows.message_from_row(row)
+
+    async def outgoing_finished(self, queue_id: int, lookup_id: int, reason: Reason, now: datetime) -> bool:
+        """Remove a sent (DELIVERED) or refused message with what follows; False if it was gone."""
+        async with self._transaction() as connection:
+            statement = sa.delete(messages).where(m.lookup_id == lookup_id, m.state == AVAILABLE)
+            gone = (await connection.execute(statement.returning(*messages.c))).mappings().all()
+            await Consequences(self, connection, now).removed(gone, reason)
+            await connection.execute(sa.delete(outgoing_stream_messages).where(sm.lookup_id == lookup_id))
+            await connection.execute(
+                sa.update(outgoing_queues)
+                .where(o.queue_id == queue_id)
+                .values(
+                    attempts=0,
+                    last_error=None if reason is Reason.DELIVERED else o.last_error,
+                    last_attempt_at=rows.to_us(now),
+                    delivered_count=o.delivered_count + (1 if gone and reason is Reason.DELIVERED else 0),
+                )
+            )
+        return bool(gone)
+
+    async def outgoing_stream_position(
+        self, queue_id: int, lookup_id: int, candidate_stream_id: str, now: datetime
+    ) -> OutgoingStreamPosition:
+        """The message's stream ordinal, assigned at its first send and kept for its resends."""
+        async with self._transaction() as connection:
+            stream = await self._outgoing_stream(connection, queue_id, candidate_stream_id, now)
+            statement = sa.select(sm.ordinal).where(sm.lookup_id == lookup_id)
+            ordinal = (await connection.execute(statement)).scalar()
+            if ordinal is None:
+                ordinal = stream.next_ordinal
+                await connection.execute(
+                    sa.update(outgoing_streams)
+                    .where(os_.queue_id == queue_id)
+                    .values(next_ordinal=os_.next_ordinal + 1)
+                )
+                await connection.execute(
+                    sa.insert(outgoing_stream_messages).values(
+                        lookup_id=lookup_id, queue_id=queue_id, ordinal=ordinal, last_sent_at=0, sends=0
+                    )
+                )
+            previous = await self._previous_ordinal(
+                connection, queue_id, ordinal, stream.acknowledged_ordinal
+            )
+        return OutgoingStreamPosition(
+            stream.stream_id, ordinal, None if previous == ordinal - 1 else previous
+        )
+
+    @staticmethod
+    async def _outgoing_stream(
+        connection: AsyncConnection, queue_id: int, candidate_stream_id: str, now: datetime
+    ) -> sa.Row[Any]:
+        statement = sa.select(outgoing_streams).where(os_.queue_id == queue_id)
+        row = (await connection.execute(statement)).first()
+        if row is None:
+            await connection.execute(
+                sa.insert(outgoing_streams).values(
+                    queue_id=queue_id,
+                    stream_id=candidate_stream_id,
+                    next_ordinal=1,
+                    acknowledged_ordinal=0,
+                    created_at=rows.to_us(now),
+                )
+            )
+            row = (await connection.execute(statement)).one()
+        return row
+
+    @staticmethod
+    async def _previous_ordinal(
+        connection: AsyncConnection, queue_id: int, ordinal: int, acknowledged: int
+    ) -> int:
+        """The highest ordinal below `ordinal` still held here or already acknowledged: messages
+        dropped at the source (refused, expired, purged) leave a gap the receiver must be told of."""
+        held = (
+            sa.select(sa.func.max(sm.ordinal))
+            .join(messages, m.lookup_id == sm.lookup_id)
+            .where(sm.queue_id == queue_id, sm.ordinal < ordinal)
+        )
+        highest = (await connection.execute(held)).scalar()
+        return max(acknowledged, highest or 0)
+
+    async def outgoing_stream_sent(self, lookup_id: int, now: datetime) -> None:
+        async with self._transaction() as connection:
+            await connection.execute(
+                sa.update(outgoing_stream_messages)
+                .where(sm.lookup_id == lookup_id)
+                .values(last_sent_at=rows.to_us(now), sends=sm.sends + 1)
+            )
+
+    async def outgoing_stream_acknowledged(
+        self, stream_id: str, last_ordinal: int, now: datetime
+    ) -> int | None:
+        """A stream receipt: every message up to `last_ordinal` reached its queue and leaves the
+        outgoing queue (DELIVERED). None when the stream is not one this gateway sends."""
+        async with self._transaction() as connection:
+            statement = sa.select(os_.queue_id).where(os_.stream_id == stream_id)
+            queue_id = (await connection.execute(statement)).scalar()
+            if queue_id is None:
+                return None
+            covered = sa.select(sm.lookup_id).where(sm.queue_id == queue_id, sm.ordinal <= last_ordinal)
+            removal = sa.delete(messages).where(m.lookup_id.in_(covered), m.state == AVAILABLE)
+            gone = (await connection.execute(removal.returning(*messages.c))).mappings().all()
+            await Consequences(self, connection, now).removed(gone, Reason.DELIVERED)
+            await connection.execute(
+                sa.delete(outgoing_stream_messages).where(sm.queue_id == queue_id, sm.ordinal <= last_ordinal)
+            )
+            await connection.execute(
+                sa.update(outgoing_streams)
+                .where(os_.queue_id == queue_id, os_.acknowledged_ordinal < last_ordinal)
+                .values(acknowledged_ordinal=last_ordinal)
+            )
+            await connection.execute(
+                sa.update(outgoing_queues)
+                .where(o.queue_id == queue_id)
+                .values(delivered_count=o.delivered_count + len(gone))
+            )
+        return len(gone)
+
+    async def outgoing_failed(self, queue_id: int, error: str, retry_at: datetime, now: datetime) -> None:
+        await self._update_outgoing(
+            queue_id,
+            attempts=o.attempts + 1,
+            last_error=error[:1000],
+            next_attempt_at=rows.to_us(retry_at),
+            last_attempt_at=rows.to_us(now),
+        )
+
+    async def outgoing_refusal_noted(self, queue_id: int, error: str) -> None:
+        await self._update_outgoing(queue_id, last_error=error[:1000])
+
+    async def set_outgoing_paused(self, queue_id: int, paused: bool, now: datetime) -> None:
+        """Pause, or resume with an attempt at once (an operator resumes after fixing something)."""
+        values: dict[str, Any] = {"paused": paused}
+        if not paused:
+            values |= {"next_attempt_at": rows.to_us(now), "attempts": 0}
+        await self._update_outgoing(queue_id, **values)
+
+    async def _update_outgoing(self, queue_id: int, **values: Any) -> None:
+        async with self._transaction() as connection:
+            await connection.execute(
+                sa.update(outgoing_queues).where(o.queue_id == queue_id).values(**values)
+            )
+
+    async def expire_in_transit(self, now: datetime, limit: int) -> int:
+        """Messages whose time to reach queue passed while waiting in an outgoing queue (§2.2)."""
+        now_us = rows.to_us(now)
+        outgoing = sa.select(o.queue_id).scalar_subquery()
+        due = (
+            sa.select(m.lookup_id)
+            .where(m.ttrq_deadline <= now_us, m.state == AVAILABLE, m.queue_id.in_(outgoing))
+            .order_by(m.ttrq_deadline)
+            .limit(limit)
+        )
+        if not self._sqlite:
+            due = due.with_for_update(skip_locked=True)
+        async with self._transaction() as connection:
+            statement = sa.delete(messages).where(m.lookup_id.in_(due)).returning(*messages.c)
+            found = (await connection.execute(statement)).mappings().all()
+            gone = sorted(found, key=lambda row: (row["ttrq_deadline"], row["lookup_id"]))
+            await Consequences(self, connection, now).removed(gone, Reason.REACH_QUEUE_TIMEOUT)
+        return len(gone)
+
+
+def _outgoing_from_row(row: sa.RowMapping) -> OutgoingQueue:
+    return OutgoingQueue(
+        queue=rows.queue_from_row(row),
+        url=row["url"],
+        paused=row["paused"],
+        attempts=row["attempts"],
+        next_attempt_at=rows.from_us(row["next_attempt_at"]),
+        last_error=row["last_error"],
+        last_attempt_at=rows.optional_time(row["last_attempt_at"]),
+        delivered_count=row["delivered_count"],
+    )

@@ -1,0 +1,92 @@
+"""Pure rules of SRMP streams (reference §4.2-§4.3) and of the gateway as a sender (§2.2)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from qm.outbound import Verdict, retry_delay, verdict
+from qm.streams import StreamPosition, accepts, receipt_due, receipt_target
+
+T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+def position(current: int, previous: int | None = None, start: bool = False) -> StreamPosition:
+    return StreamPosition(
+        "uid:x\\1", current, previous, "http://s/msmq/private$/order_queue$" if start else None
+    )
+
+
+@pytest.mark.parametrize(
+    ("last_accepted", "message", "accepted"),
+    [
+        (None, position(1, start=True), True),
+        (None, position(1), False),  # a stream is known only from its <start>
+        (None, position(2, start=True), False),
+        (1, position(1, start=True), False),  # the first message again
+        (1, position(2), True),
+        (1, position(3), False),  # out of order
+        (3, position(2), False),  # duplicate
+        (3, position(6, previous=3), True),  # gap declared by the sender
+        (3, position(6, previous=2), True),
+        (3, position(6, previous=4), False),  # claims a message the receiver never had
+        (3, position(3, previous=1), False),
+    ],
+)
+def test_acceptance_rule(last_accepted: int | None, message: StreamPosition, accepted: bool) -> None:
+    assert accepts(last_accepted, message) is accepted
+
+
+def test_receipt_follows_a_burst_but_never_later_than_ten_seconds() -> None:
+    assert receipt_due(None, T0) == T0 + timedelta(milliseconds=500)
+    assert receipt_due(T0, T0 + timedelta(seconds=3)) == T0 + timedelta(seconds=3.5)
+    assert receipt_due(T0, T0 + timedelta(seconds=9.9)) == T0 + timedelta(seconds=10)
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed", "target"),
+    [
+        ("http://winbox/msmq/private$/order_queue$", ["winbox"], "http://winbox/msmq/private$/order_queue$"),
+        ("http://WINBOX:80/msmq/q", ["winbox"], "http://WINBOX:80/msmq/q"),
+        ("http://winbox/msmq/q", ["other"], None),
+        ("http://169.254.169.254/latest/meta-data", ["winbox"], None),
+        ("http://anything/msmq/q", ["*"], "http://anything/msmq/q"),
+        ("file:///etc/passwd", ["*"], None),
+        ("gopher://winbox/", ["winbox"], None),
+        ("http://winbox/msmq/q", [], None),
+    ],
+)
+def test_outbound_targets_pass_the_allow_list(url: str, allowed: list[str], target: str | None) -> None:
+    assert receipt_target(url, {}, allowed) == target
+
+
+def test_rewrites_apply_before_the_host_check() -> None:
+    rewrites = {"http://winbox/": "http://10.0.0.7:8080/"}
+    wanted = "http://10.0.0.7:8080/msmq/private$/order_queue$"
+    assert receipt_target("http://WinBox/msmq/private$/order_queue$", rewrites, ["10.0.0.7"]) == wanted
+    assert receipt_target("http://winbox/msmq/q", rewrites, ["winbox"]) is None
+
+
+@pytest.mark.parametrize(
+    ("status", "wanted"),
+    [
+        (200, Verdict.DELIVERED),
+        (204, Verdict.DELIVERED),
+        (400, Verdict.REFUSED),
+        (404, Verdict.REFUSED),
+        (302, Verdict.REFUSED),
+        (408, Verdict.RETRY),
+        (429, Verdict.RETRY),
+        (500, Verdict.RETRY),
+        (503, Verdict.RETRY),
+        (None, Verdict.RETRY),
+    ],
+)
+def test_what_an_answer_means_to_the_sender(status: int | None, wanted: Verdict) -> None:
+    assert verdict(status) is wanted
+
+
+def test_retries_back_off_exponentially_up_to_the_maximum() -> None:
+    delays = [retry_delay(attempt, 1.0, 20.0).total_seconds() for attempt in range(1, 8)]
+    assert delays == [1, 2, 4, 8, 16, 20, 20]
