@@ -176,3 +176,12 @@ OUTGOING_QUEUE_EXAMPLE = {
     "last_attempt_at": "2026-11-23T02:10:04.120000Z",
     "next_attempt_at": "2026-11-23T02:10:08.120000Z",
 }
+
+SRMP_STATISTICS_EXAMPLE = {
+    "stored": 10412,
+    "duplicates": 37,
+    "stream_receipts": 0,
+    "refused": 2,
+    "retry_later": 0,
+    "timer_layout_mismatches": 1,
+}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
@@ -15,6 +15,22 @@ from qm.outgoing import OutgoingQueues
 from qm.reading import QueueReader
 
 
+@dataclass
+class SrmpCounters:
+    """What the SRMP route did since this process started (GET /api/srmp/statistics)."""
+
+    stored: int = 0
+    duplicates: int = 0
+    """Answered 200 and dropped: a message ID seen recently, or a stream message out of order."""
+    stream_receipts: int = 0
+    """Receipts for streams this gateway sends, consumed rather than stored."""
+    refused: int = 0
+    """Answered 400: the sender gives up."""
+    retry_later: int = 0
+    """Answered 413, 500 or 503."""
+    timer_layout_mismatches: int = 0
+
+
 @dataclass(frozen=True)
 class Gateway:
     settings: Settings
@@ -22,6 +38,7 @@ class Gateway:
     reader: QueueReader
     cursors: CursorService
     outgoing: OutgoingQueues
+    srmp: SrmpCounters = field(default_factory=SrmpCounters)
 
 
 def _gateway(request: Request) -> Gateway:

@@ -22,6 +22,8 @@ def stream_request(
     previous: int | None = None,
     receipts_to: str | None = None,
     body: bytes | None = None,
+    expires_after_s: int = HOUR_S,
+    ttrq_after_s: int = 2 * HOUR_S,
 ) -> tuple[str, bytes]:
     """`(Content-Type, body)` of stream message `current` (with `<start>` when `receipts_to` is
     given); its message ID follows the stream and the ordinal, so a resend is the same message."""
@@ -29,7 +31,7 @@ def stream_request(
     sent = int(time.time())
     envelope = SrmpEnvelope(
         path=Path(action=f"MSMQ:msg-{current}", to=to, id=message_id),
-        properties=Properties(SrmpTime.from_epoch(sent + HOUR_S), SrmpTime.from_epoch(sent)),
+        properties=Properties(SrmpTime.from_epoch(sent + expires_after_s), SrmpTime.from_epoch(sent)),
         services=Services(durable=True),
         stream=Stream(stream_id, current, previous, receipts_to),
         msmq=Msmq(
@@ -37,7 +39,7 @@ def stream_request(
             priority=0,
             body_type=0,
             source_qm_guid=SENDER_QM,
-            ttrq=SrmpTime.from_epoch(sent + 2 * HOUR_S),
+            ttrq=SrmpTime.from_epoch(sent + ttrq_after_s),
         ),
         body=body if body is not None else f"body-{current}".encode(),
     )

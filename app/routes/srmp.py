@@ -7,12 +7,15 @@ malformed, unknown or non-local queue), 500 and 503 (retried later). No body, ev
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from http import HTTPStatus
+from typing import Literal
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.docs import SRMP_STATISTICS_EXAMPLE, example
 from app.gateway import GatewayDep
 from qm.errors import MqError, MqErrorCode, QuotaExceeded
 from qm.manager import SINGLE_MESSAGE_TRANSACTION
@@ -32,6 +35,7 @@ from soap.urls import parse_http_url, queue_path_of
 from storage.errors import DATABASE_ERRORS, is_unavailable
 
 router = APIRouter(tags=["srmp"])
+Outcome = Literal["stored", "duplicates", "stream_receipts"]
 log = logging.getLogger(__name__)
 
 _RETRY_LATER = {QuotaExceeded: HTTPStatus.SERVICE_UNAVAILABLE}
@@ -70,22 +74,33 @@ _REFUSED_FOR_GOOD = frozenset(
 async def receive_srmp(path: str, request: Request, gateway: GatewayDep) -> Response:
     try:
         envelope = await _read_envelope(request)
-        await _store(envelope, gateway)
+        outcome = await _store(envelope, gateway)
     except SrmpError as error:
-        return _answer(HTTPStatus(error.status), error.reason, path)
+        return _answer(HTTPStatus(error.status), error.reason, path, gateway)
     except QuotaExceeded as error:
         status = HTTPStatus.INTERNAL_SERVER_ERROR if error.machine else HTTPStatus.SERVICE_UNAVAILABLE
-        return _answer(status, error.detail, path)
+        return _answer(status, error.detail, path, gateway)
     except MqError as error:
         status = (
             HTTPStatus.BAD_REQUEST if error.code in _REFUSED_FOR_GOOD else HTTPStatus.INTERNAL_SERVER_ERROR
         )
-        return _answer(status, error.detail, path)
+        return _answer(status, error.detail, path, gateway)
     except DATABASE_ERRORS as error:
         log.exception("SRMP message to %s not stored", path)
         status = HTTPStatus.SERVICE_UNAVAILABLE if is_unavailable(error) else HTTPStatus.INTERNAL_SERVER_ERROR
-        return _answer(status, "the message store failed", path)
+        return _answer(status, "the message store failed", path, gateway)
+    setattr(gateway.srmp, outcome, getattr(gateway.srmp, outcome) + 1)
     return Response(status_code=HTTPStatus.OK, content=b"")
+
+
+@router.get(
+    "/api/srmp/statistics",
+    summary="What the SRMP route did since this process started",
+    description="Counters of this gateway process (each process of a deployment counts its own).",
+    responses={200: example(SRMP_STATISTICS_EXAMPLE)},
+)
+async def statistics(gateway: GatewayDep) -> dict[str, int]:
+    return asdict(gateway.srmp)
 
 
 async def _read_envelope(request: Request) -> SrmpEnvelope:
@@ -100,9 +115,10 @@ async def _read_envelope(request: Request) -> SrmpEnvelope:
     return parse_request(b"".join(chunks), request.headers.get("content-type"))
 
 
-async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> None:
+async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> Outcome:
+    """Store the message; the outcome names the counter it adds to."""
     if envelope.stream_receipt is not None and await _our_stream_receipt(envelope, gateway):
-        return
+        return "stream_receipts"
     settings = gateway.settings
     queue = _local_queue(envelope, gateway)
     timers = envelope_timers(
@@ -111,6 +127,7 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> None:
         gateway.manager.clock.now(),
     )
     if timers.layout_mismatch:
+        gateway.srmp.timer_layout_mismatches += 1
         log.warning(
             "timer layout mismatch from %s (message %s): %s",
             envelope.msmq.source_qm_guid if envelope.msmq else "?",
@@ -127,6 +144,8 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> None:
     )
     if stored is None:
         log.info("duplicate SRMP message %s to %s dropped", duplicate_key, queue)
+        return "duplicates"
+    return "stored"
 
 
 async def _our_stream_receipt(envelope: SrmpEnvelope, gateway: GatewayDep) -> bool:
@@ -169,7 +188,11 @@ def _local_queue(envelope: SrmpEnvelope, gateway: GatewayDep) -> str:
     return queue.url_path
 
 
-def _answer(status: HTTPStatus, reason: str, path: str) -> Response:
+def _answer(status: HTTPStatus, reason: str, path: str, gateway: GatewayDep) -> Response:
+    if status == HTTPStatus.BAD_REQUEST:
+        gateway.srmp.refused += 1
+    else:
+        gateway.srmp.retry_later += 1
     log.info("SRMP POST to /msmq/%s answered %d: %s", path, status, reason)
     return Response(status_code=status, content=b"")
 

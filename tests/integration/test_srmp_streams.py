@@ -101,3 +101,30 @@ async def test_stream_state_survives_a_restart(settings: Settings, clock: Settab
 
     assert await session([(1, True), (2, False)]) == ["body-1", "body-2"]
     assert await session([(2, False), (3, False)]) == ["body-1", "body-2", "body-3"]
+
+
+@pytest.mark.usefixtures("tx_queue")
+async def test_statistics_count_what_the_srmp_route_did(client: httpx.AsyncClient) -> None:
+    stream = new_stream_id()
+    assert await post(client, stream, 1, start=True) == 200
+    assert await post(client, stream, 1, start=True) == 200  # duplicate
+    # <expiresAt> (read as the TTRQ deadline) later than <TTrq> (the TTBR deadline): the other layout
+    content_type, body = stream_request(TO, stream, 2, expires_after_s=7200, ttrq_after_s=3600)
+    answer = await client.post(
+        "/msmq/private$/orders_tx", content=body, headers={"Content-Type": content_type}
+    )
+    assert answer.status_code == 200
+    refused = await client.post(
+        "/msmq/private$/orders_tx", content=b"<x/>", headers={"Content-Type": "text/xml"}
+    )
+    assert refused.status_code == 400
+    response = await client.get("/api/srmp/statistics")
+    assert response.status_code == 200
+    assert response.json() == {
+        "stored": 2,
+        "duplicates": 1,
+        "stream_receipts": 0,
+        "refused": 1,
+        "retry_later": 0,
+        "timer_layout_mismatches": 1,
+    }
