@@ -234,7 +234,8 @@ class OutgoingStore(StoreBase):
             )
 
     async def expire_in_transit(self, now: datetime, limit: int) -> int:
-        """Messages whose time to reach queue passed while waiting in an outgoing queue (§2.2)."""
+        """Messages whose time to reach queue passed while waiting in an outgoing queue (§2.2).
+        Looks before it writes: most passes find nothing and take no write lock."""
         now_us = rows.to_us(now)
         outgoing = sa.select(o.queue_id).scalar_subquery()
         due = (
@@ -243,6 +244,9 @@ class OutgoingStore(StoreBase):
             .order_by(m.ttrq_deadline)
             .limit(limit)
         )
+        async with self.engine.connect() as connection:
+            if (await connection.execute(due.limit(1))).first() is None:
+                return 0
         if not self._sqlite:
             due = due.with_for_update(skip_locked=True)
         async with self._transaction() as connection:

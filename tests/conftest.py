@@ -6,6 +6,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import hypothesis
 import pytest
 
 from qm.clock import SettableClock
@@ -20,6 +21,13 @@ from storage.wakeups import LocalWakeUps
 from tests.databases import PostgresDatabases, SqliteDatabases, postgres_available
 
 STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+# Property tests check results, not speed: a busy 2-core CI machine must not fail them for
+# slow example generation or a slow example.
+hypothesis.settings.register_profile(
+    "msmq-gateway", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("msmq-gateway")
 
 
 @pytest.fixture

@@ -79,18 +79,26 @@ def upgrade() -> None:
         "ix_outgoing_stream_messages_queue_id_ordinal", "outgoing_stream_messages", ["queue_id", "ordinal"]
     )
     op.create_index("ix_messages_ttrq_deadline", "messages", ["ttrq_deadline"])
-    if op.get_bind().dialect.name != "sqlite":  # SQLite does not enforce lengths
-        # Outgoing queues are named by their URL, longer than a queue name.
-        op.alter_column("queues", "name", type_=sa.String(600), existing_nullable=False)
-        op.alter_column("queues", "path_key", type_=sa.String(700), existing_nullable=False)
+    # Outgoing queues are named by their URL, longer than a queue name.
+    with op.batch_alter_table("queues") as batch:
+        batch.alter_column(
+            "name", type_=sa.String(600), existing_type=sa.String(200), existing_nullable=False
+        )
+        batch.alter_column(
+            "path_key", type_=sa.String(700), existing_type=sa.String(300), existing_nullable=False
+        )
 
 
 def downgrade() -> None:
     op.execute("DELETE FROM messages WHERE queue_id IN (SELECT id FROM queues WHERE kind = 'outgoing')")
     op.execute("DELETE FROM queues WHERE kind = 'outgoing'")
-    if op.get_bind().dialect.name != "sqlite":
-        op.alter_column("queues", "path_key", type_=sa.String(300), existing_nullable=False)
-        op.alter_column("queues", "name", type_=sa.String(200), existing_nullable=False)
+    with op.batch_alter_table("queues") as batch:
+        batch.alter_column(
+            "path_key", type_=sa.String(300), existing_type=sa.String(700), existing_nullable=False
+        )
+        batch.alter_column(
+            "name", type_=sa.String(200), existing_type=sa.String(600), existing_nullable=False
+        )
     op.drop_index("ix_messages_ttrq_deadline", table_name="messages")
     op.drop_table("outgoing_stream_messages")
     op.drop_table("outgoing_streams")

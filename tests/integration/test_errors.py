@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 import sqlalchemy as sa
@@ -23,6 +24,7 @@ IDS = {
     "{cursor_id}": "no-such-cursor",
     "{tag}": "72057594037927937-0000",
     "{transaction_id}": "no-such-transaction",
+    "{queue_id}": "999999",
 }
 
 # (method, OpenAPI path) -> (request extras, expected status, expected MQ_ERROR) for one failing call.
@@ -78,6 +80,12 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("GET", "/api/queue-manager"): ({}, 0, ""),  # no error path
     ("PATCH", "/api/queue-manager"): ({"json": {"quota_kb": -1}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
     ("GET", "/healthz"): ({}, 0, ""),  # no error path while the store is up
+    ("GET", "/api/outgoing-queues"): ({}, 0, ""),  # no error path
+    ("GET", "/api/outgoing-queues/{queue_id}"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("POST", "/api/outgoing-queues/{queue_id}/pause"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("POST", "/api/outgoing-queues/{queue_id}/resume"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("POST", "/api/outgoing-queues/{queue_id}/purge"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("GET", "/api/srmp/statistics"): ({}, 0, ""),  # no error path: counters of this process
     # SRMP answers carry only a status, never a body (reference §2): tested in tests/compat.
     ("POST", "/msmq/{path}"): ({}, 0, ""),
 }
@@ -145,33 +153,41 @@ def execute(url: str, statement: str, autocommit: bool = False) -> None:
         engine.dispose()
 
 
-@contextmanager
-def store_outage(database_url: str) -> Iterator[None]:
-    """Make the real database fail the gateway's statements, then repair it."""
+@asynccontextmanager
+async def store_outage(database_url: str) -> AsyncIterator[None]:
+    """Make the real database fail the gateway's statements, then repair it. The statements run
+    in a thread: blocking the event loop would stall a background pass in the middle of its
+    SQLite transaction, and the ALTER would then wait for a lock that is never released."""
     url = sa.engine.make_url(database_url)
     if url.get_backend_name() == "sqlite":
-        execute(sync_url(database_url), "ALTER TABLE queues RENAME TO queues_away")
+        await anyio.to_thread.run_sync(
+            execute, sync_url(database_url), "ALTER TABLE queues RENAME TO queues_away"
+        )
         try:
             yield
         finally:
-            execute(sync_url(database_url), "ALTER TABLE queues_away RENAME TO queues")
+            await anyio.to_thread.run_sync(
+                execute, sync_url(database_url), "ALTER TABLE queues_away RENAME TO queues"
+            )
         return
     admin = (
         sa.engine.make_url(POSTGRES_ADMIN_URL).set(drivername="postgresql+psycopg").render_as_string(False)
     )
-    execute(admin, f'ALTER DATABASE "{url.database}" ALLOW_CONNECTIONS false', autocommit=True)
-    execute(admin, f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{url.database}'")
+    allow = f'ALTER DATABASE "{url.database}" ALLOW_CONNECTIONS'
+    await anyio.to_thread.run_sync(lambda: execute(admin, f"{allow} false", autocommit=True))
+    terminate = f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{url.database}'"
+    await anyio.to_thread.run_sync(execute, admin, terminate)
     try:
         yield
     finally:
-        execute(admin, f'ALTER DATABASE "{url.database}" ALLOW_CONNECTIONS true', autocommit=True)
+        await anyio.to_thread.run_sync(lambda: execute(admin, f"{allow} true", autocommit=True))
 
 
 async def test_a_store_failure_is_503_and_the_gateway_serves_again_after_it(
     client: httpx.AsyncClient, database_url: str
 ) -> None:
     assert (await client.post("/api/queues", json={"path": "private$/orders"})).status_code == 201
-    with store_outage(database_url):
+    async with store_outage(database_url):
         response = await client.get("/api/queues/private$/orders")
         problem = assert_problem(response, 503, "MQ_ERROR_SERVICE_NOT_AVAILABLE")
         assert problem["detail"] == "the message store is unavailable"
