@@ -16,12 +16,7 @@ log = logging.getLogger(__name__)
 async def supervise(name: str, one_pass: Callable[[], Awaitable[object]], interval_s: float) -> None:
     """Run `one_pass` every `interval_s` seconds until cancelled."""
     while True:
-        try:
-            await one_pass()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("%s pass failed; retrying", name)
+        await _logged(name, one_pass)
         await asyncio.sleep(interval_s)
 
 
@@ -31,14 +26,18 @@ async def supervise_on_demand(
     """Like `supervise`, but `work` being set starts the next pass at once."""
     while True:
         work.clear()
-        try:
-            await one_pass()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("%s pass failed; retrying", name)
+        await _logged(name, one_pass)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(work.wait(), interval_s)
+
+
+async def _logged(name: str, one_pass: Callable[[], Awaitable[object]]) -> None:
+    try:
+        await one_pass()
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("%s pass failed; retrying", name)
 
 
 async def release_pass(manager: QueueManager) -> None:

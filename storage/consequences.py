@@ -143,3 +143,19 @@ async def create_outgoing_queue(connection: AsyncConnection, path: QueuePath, no
         )
     )
     return queue_id
+
+
+async def remove_past_deadline(
+    store: StoreBase, due: sa.Select[tuple[int]], deadline: str, reason: Reason, now: datetime
+) -> int:
+    """Delete the messages `due` selects, in one transaction, and follow each in the order of
+    its `deadline` column (then lookup ID) with what `reason` earns. Several processes on
+    PostgreSQL never take the same rows (SKIP LOCKED)."""
+    if not store._sqlite:
+        due = due.with_for_update(skip_locked=True)
+    async with store._transaction() as connection:
+        statement = sa.delete(messages).where(m.lookup_id.in_(due)).returning(*messages.c)
+        found = (await connection.execute(statement)).mappings().all()
+        gone = sorted(found, key=lambda row: (row[deadline], row["lookup_id"]))
+        await Consequences(store, connection, now).removed(gone, reason)
+    return len(gone)

@@ -15,7 +15,7 @@ from qm.outbound import OutgoingQueue, OutgoingStreamPosition
 from qm.paths import QueueKind, QueuePath
 from storage import rows
 from storage.base import StoreBase
-from storage.consequences import Consequences, create_outgoing_queue
+from storage.consequences import Consequences, create_outgoing_queue, remove_past_deadline
 from storage.tables import (
     AVAILABLE,
     messages,
@@ -247,14 +247,7 @@ class OutgoingStore(StoreBase):
         async with self.engine.connect() as connection:
             if (await connection.execute(due.limit(1))).first() is None:
                 return 0
-        if not self._sqlite:
-            due = due.with_for_update(skip_locked=True)
-        async with self._transaction() as connection:
-            statement = sa.delete(messages).where(m.lookup_id.in_(due)).returning(*messages.c)
-            found = (await connection.execute(statement)).mappings().all()
-            gone = sorted(found, key=lambda row: (row["ttrq_deadline"], row["lookup_id"]))
-            await Consequences(self, connection, now).removed(gone, Reason.REACH_QUEUE_TIMEOUT)
-        return len(gone)
+        return await remove_past_deadline(self, due, "ttrq_deadline", Reason.REACH_QUEUE_TIMEOUT, now)
 
 
 def _outgoing_from_row(row: sa.RowMapping) -> OutgoingQueue:

@@ -13,7 +13,7 @@ from qm.disposal import Reason
 from qm.store import CursorRecord, ReleaseReport, TransactionRecord
 from storage import rows
 from storage.base import StoreBase
-from storage.consequences import Consequences
+from storage.consequences import Consequences, remove_past_deadline
 from storage.tables import (
     AVAILABLE,
     TXN_DEQUEUE,
@@ -193,14 +193,7 @@ class TransactionStore(StoreBase):
             .order_by(m.ttbr_deadline)
             .limit(limit)
         )
-        if not self._sqlite:
-            due = due.with_for_update(skip_locked=True)  # several processes: no double handling
-        async with self._transaction() as connection:
-            statement = sa.delete(messages).where(m.lookup_id.in_(due)).returning(*messages.c)
-            found = (await connection.execute(statement)).mappings().all()
-            gone = sorted(found, key=lambda row: (row["ttbr_deadline"], row["lookup_id"]))
-            await Consequences(self, connection, now).removed(gone, Reason.EXPIRED)
-        return len(gone)
+        return await remove_past_deadline(self, due, "ttbr_deadline", Reason.EXPIRED, now)
 
 
 def _past(deadline_us: int | None, now: datetime) -> bool:

@@ -239,3 +239,16 @@ def test_transactional_messages_travel_as_a_stream_and_leave_once_receipted(pair
     assert settled
     assert pair.outgoing_of_a()[key]["delivered_count"] == 4
     assert len(pair.b.messages("private$/orders_tx")) == 4
+
+
+def test_a_message_that_cannot_reach_its_queue_in_time_is_dead_lettered_at_the_source(pair: Pair) -> None:
+    unreachable = "DIRECT=HTTP://localhost:1/msmq/private$/nowhere"  # nothing listens on port 1
+    response = pair.a.api.post(
+        f"/api/queues/{quote(unreachable, safe='')}/messages",
+        json={"body": "too late", "label": "ttrq ran out", "journal": DEADLETTER, "time_to_reach_queue": 1},
+    )
+    assert response.status_code == 201, response.text
+    dead = eventually(lambda: only(pair.a.messages("system$;deadletter"), "ttrq ran out"), "dead letter at A")
+    assert dead["message_class"] == 0x8002  # MQMSG_CLASS_NACK_REACH_QUEUE_TIMEOUT
+    outgoing = pair.outgoing_of_a()["http://localhost:1/msmq/private$/nowhere"]
+    assert outgoing["message_count"] == 0 and outgoing["state"] in ("waiting-to-connect", "idle")
