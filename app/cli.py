@@ -63,6 +63,18 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
         upgrade(settings.database_url)
     host = arguments.host or settings.host
     port = arguments.port or settings.port
+    if arguments.workers > 1:
+        # Each worker process builds its own app from the same MSMQGW_* environment; they share
+        # the database (docs/performance.md: several workers).
+        uvicorn.run(
+            "app.main:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=arguments.workers,
+            log_level=arguments.log_level,
+        )
+        return 0
     uvicorn.run(create_app(settings), host=host, port=port, workers=1, log_level=arguments.log_level)
     return 0
 
@@ -153,6 +165,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--no-migrate", action="store_true", help="do not run migrations first")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--workers", type=int, default=1, help="worker processes sharing the database (default 1)"
+    )
     serve.set_defaults(handler=_serve)
     commands.add_parser("migrate", help="create or upgrade the database schema").set_defaults(
         handler=_migrate

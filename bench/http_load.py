@@ -64,6 +64,8 @@ class LoadResult:
     elapsed_s: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
     statuses: dict[int, int] = field(default_factory=dict)
+    skipped: int = 0
+    """Paced sends not made because every connection was still waiting (rate not kept)."""
     reached_at: float = 0.0
     """perf_counter() when `target_items` was reached."""
 

@@ -9,6 +9,11 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+WRITE_TRANSACTION = "msmqgw_write_transaction"
+"""Connection info key: the next SQLite transaction writes (BEGIN IMMEDIATE)."""
+SYNCHRONOUS = "msmqgw_synchronous"
+"""Connection info key: PRAGMA synchronous for the next SQLite transaction (FULL unless set)."""
+_SYNCHRONOUS_IN_FORCE = "msmqgw_synchronous_in_force"
 
 
 def is_sqlite(url: str) -> bool:
@@ -46,6 +51,14 @@ def _sqlite_engine(url: str) -> AsyncEngine:
 
     @sa.event.listens_for(engine.sync_engine, "begin")
     def _begin(connection: sa.Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Writers take the write lock at BEGIN (IMMEDIATE); readers begin deferred, so under
+        # WAL they read a snapshot without waiting for a writer's commit (and its fsync).
+        wanted = connection.info.pop(SYNCHRONOUS, "FULL")
+        if connection.info.get(_SYNCHRONOUS_IN_FORCE, "FULL") != wanted:
+            connection.exec_driver_sql(f"PRAGMA synchronous={wanted}")  # only outside a transaction
+            connection.info[_SYNCHRONOUS_IN_FORCE] = wanted
+        connection.exec_driver_sql(
+            "BEGIN IMMEDIATE" if connection.info.pop(WRITE_TRANSACTION, False) else "BEGIN"
+        )
 
     return engine
