@@ -45,12 +45,17 @@ def free_port() -> int:
         return port
 
 
-def postgres_up() -> bool:
+def listening(port: int) -> bool:
+    """Whether a server answers on 127.0.0.1:`port` (the suite starts none of its peers)."""
     try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
             return True
     except OSError:
         return False
+
+
+def postgres_up() -> bool:
+    return listening(5432)
 
 
 @contextmanager

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import time
 import uuid
 
+from bench.harness import listening
 from bench.requests import body
 
 RABBITMQ_URL = os.environ.get("MSMQGW_BENCH_RABBITMQ", "amqp://guest:guest@127.0.0.1:5672/")
@@ -21,11 +21,7 @@ CONSUMER_PREFETCH = 1
 
 
 def rabbitmq_up() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 5672), timeout=1):
-            return True
-    except OSError:
-        return False
+    return listening(5672)
 
 
 async def end_to_end(seconds: float, producers: int, consumers: int) -> dict[str, float]:

@@ -40,7 +40,7 @@ class Profile:
     """Messages put in a queue (by SQL) for the receive scenarios to take."""
 
 
-QUICK = Profile("quick", 200, 3000, 2.0, 6000, 3.0, (0, 20_000), 20_000)
+QUICK = Profile("quick", 200, 3000, 4.0, 6000, 4.0, (0, 20_000), 20_000)
 FULL = Profile("full", 1000, 20_000, 10.0, 40_000, 10.0, (0, 100_000, 1_000_000), 150_000)
 
 SEND_CONCURRENCY = (1, 16, 64)
