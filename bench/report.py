@@ -15,9 +15,16 @@ COLUMNS = (
     ("p99_ms", 7),
     ("rss_mb", 7),
     ("gateway_cpu_s", 8),
+    ("gateway_cpu_ms_per_msg", 9),
     ("client_cpu_s", 8),
 )
-HEADINGS = {"concurrency": "conc", "per_s": "msg/s", "gateway_cpu_s": "gw cpu", "client_cpu_s": "cl cpu"}
+HEADINGS = {
+    "concurrency": "conc",
+    "per_s": "msg/s",
+    "gateway_cpu_s": "gw cpu",
+    "gateway_cpu_ms_per_msg": "gw ms/msg",
+    "client_cpu_s": "cl cpu",
+}
 
 
 def table(report: dict[str, Any]) -> str:

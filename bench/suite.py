@@ -118,6 +118,8 @@ class StoreRun:
             rss_mb=round(peak, 1),
             gateway_cpu_s=round(gateway_cpu, 2),
             client_cpu_s=round(client_cpu, 2),
+            # CPU per message: what the gateway costs whatever share of the cores it got
+            gateway_cpu_ms_per_msg=round(1000 * gateway_cpu / max(result.items, 1), 2),
         )
 
     async def run(self) -> None:
