@@ -10,8 +10,11 @@ BENCH_STAMP := $(VENV)/.bench-installed
 
 .PHONY: run test lint typecheck unit openapi bench bench-quick clean
 
+# `make run WORKERS=2`: several worker processes on one database (docs/performance.md).
+WORKERS ?= 1
+
 run: $(RUN_STAMP)
-	$(BIN)/msmq-gateway serve
+	$(BIN)/msmq-gateway serve --workers $(WORKERS)
 
 test: $(DEV_STAMP)
 	@scripts/ensure-postgres

@@ -112,3 +112,30 @@ def targets(rows: list[Row]) -> list[dict[str, Any]]:
             )
             add(store, f"peak RSS at depth {depths[-1]:,} / at depth 0 (about 1)", rss, (rss or 9) <= 1.2)
     return found
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The table as Markdown, for the README: `python -m bench.report bench/results/<run>.json`."""
+    names = [name for name, _ in COLUMNS]
+    lines = [
+        "| " + " | ".join(HEADINGS.get(name, name) for name in names) + " |",
+        "|" + "---|" * len(names),
+    ]
+    for row in report["rows"]:
+        cells = [_cell(row.get(name)) for name in names]
+        if "claim_per_s" in row:
+            cells[-1] = f"claims {row['claim_per_s']:,.0f}/s"
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "| store | target | value | |", "|---|---|---|---|"]
+    for target in report["targets"]:
+        verdict = "met" if target["met"] else "**not met**"
+        lines.append(f"| {target['store']} | {target['target']} | {target['value']} | {verdict} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    from pathlib import Path
+
+    print(markdown(json.loads(Path(sys.argv[1]).read_text())))
