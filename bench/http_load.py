@@ -64,6 +64,8 @@ class LoadResult:
     elapsed_s: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
     statuses: dict[int, int] = field(default_factory=dict)
+    client_cpu_s: float | None = None
+    """CPU seconds of this process during the loop alone (not preparing requests or seeding)."""
     skipped: int = 0
     """Paced sends not made because every connection was still waiting (rate not kept)."""
     reached_at: float = 0.0
@@ -116,9 +118,10 @@ async def closed_loop(
                 result.reached_at = time.perf_counter()
                 done.set()
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     await asyncio.gather(*(worker(connection) for connection in connections))
     result.elapsed_s = time.perf_counter() - started
+    result.client_cpu_s = time.process_time() - cpu_started
     for connection in connections:
         await connection.close()
     return result

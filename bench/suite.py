@@ -108,6 +108,8 @@ class StoreRun:
             client_before, gateway_before = client_cpu_seconds(), gateway.cpu_seconds()
             result = await work(gateway)
             client_cpu = client_cpu_seconds() - client_before
+            if result.client_cpu_s is not None:
+                client_cpu = result.client_cpu_s
             gateway_cpu = gateway.cpu_seconds() - gateway_before
         finally:
             peak, _ = gateway.stop()
