@@ -214,10 +214,11 @@ class MessageStore(StoreBase):
 
     async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
         """Receive up to `limit` available messages in queue order with one DELETE statement."""
+        pinned = not self._sqlite
         first = (
             sa.select(m.lookup_id)
-            .where(statements.available_in(queue.id, rows.to_us(now)))
-            .order_by(m.lookup_id)
+            .where(statements.available_in(queue.id, rows.to_us(now), pinned))
+            .order_by(*statements.queue_order(queue_first=pinned))
             .limit(limit)
         )
         if not self._sqlite:
