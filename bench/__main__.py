@@ -19,7 +19,7 @@ from bench.harness import client_cpu_seconds, free_port, postgres_database, post
 from bench.http_load import NULL_SERVER, closed_loop, one_if_ok
 from bench.report import table, targets
 from bench.requests import srmp_requests
-from bench.suite import CONSUMERS, FULL, PRODUCERS, QUICK, Profile, Row, StoreRun
+from bench.suite import CONSUMERS, FULL, PRODUCERS, QUICK, SCENARIOS, Profile, Row, StoreRun
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -97,7 +97,7 @@ async def main(arguments: argparse.Namespace) -> int:
             continue
         opener = sqlite_database if kind == "sqlite" else postgres_database
         with opener() as database:
-            await StoreRun(database, profile, rows).run()
+            await StoreRun(database, profile, rows).run(frozenset(arguments.only.split(",")))
     if not arguments.no_peer:
         if peer_rabbitmq.rabbitmq_up():
             rows.append(await peer(profile))
@@ -125,6 +125,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="about a minute per store, smaller depths")
     parser.add_argument("--stores", default="sqlite,postgresql")
     parser.add_argument("--no-peer", action="store_true", help="skip RabbitMQ")
+    parser.add_argument(
+        "--only",
+        default=",".join(sorted(SCENARIOS)),
+        help="comma-separated subset of: " + ", ".join(sorted(SCENARIOS)),
+    )
     return parser.parse_args(argv)
 
 

@@ -51,6 +51,7 @@ LATENCY_CONSUMERS = 8
 LONG_POLL_MS = 1000
 
 Row = dict[str, Any]
+SCENARIOS = frozenset({"ceiling", "srmp", "rest", "e2e", "latency", "depth"})
 
 
 _created = itertools.count(1)
@@ -124,14 +125,19 @@ class StoreRun:
             gateway_cpu_ms_per_msg=round(1000 * gateway_cpu / max(result.items, 1), 2),
         )
 
-    async def run(self) -> None:
+    async def run(self, only: frozenset[str] = SCENARIOS) -> None:
         migrate(self.database)
-        self.ceiling()
-        await self.srmp_send()
-        await self.rest_send_receive()
-        await self.end_to_end()
-        await self.latency()
-        await self.depth()
+        if "ceiling" in only:
+            self.ceiling()
+        for name, scenario in (
+            ("srmp", self.srmp_send),
+            ("rest", self.rest_send_receive),
+            ("e2e", self.end_to_end),
+            ("latency", self.latency),
+            ("depth", self.depth),
+        ):
+            if name in only:
+                await scenario()
 
     def ceiling(self) -> None:
         for per_commit, count in ((1, self.profile.ceiling_single), (100, self.profile.ceiling_batched)):
