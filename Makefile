@@ -6,11 +6,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
+BENCH_STAMP := $(VENV)/.bench-installed
 
 .PHONY: run test lint typecheck unit openapi bench bench-quick clean
 
+# `make run WORKERS=2`: several worker processes on one database (docs/performance.md).
+WORKERS ?= 1
+
 run: $(RUN_STAMP)
-	$(BIN)/msmq-gateway serve
+	$(BIN)/msmq-gateway serve --workers $(WORKERS)
 
 test: $(DEV_STAMP)
 	@scripts/ensure-postgres
@@ -18,6 +22,14 @@ test: $(DEV_STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest
+
+# The benchmark suite (docs/performance.md): a table on stdout and JSON under bench/results/.
+# It uses PostgreSQL and RabbitMQ on 127.0.0.1 when they are up and starts neither.
+bench: $(BENCH_STAMP)
+	$(BIN)/python -m bench
+
+bench-quick: $(BENCH_STAMP)
+	$(BIN)/python -m bench --quick
 
 openapi: $(DEV_STAMP)
 	$(BIN)/python -m app.openapi_export openapi/openapi.json
@@ -32,6 +44,10 @@ $(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
 
 $(DEV_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@ $(RUN_STAMP)
+
+$(BENCH_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e '.[bench]'
 	touch $@ $(RUN_STAMP)
 
 clean:

@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -64,6 +65,19 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     host = arguments.host or settings.host
     port = arguments.port or settings.port
     settings = settings.model_copy(update={"host": host, "port": port})  # the receipts URL names the port
+    if arguments.workers > 1:
+        # Each worker process builds its own app from the same MSMQGW_* environment; they share
+        # the database (docs/performance.md: several workers).
+        os.environ["MSMQGW_HOST"], os.environ["MSMQGW_PORT"] = host, str(port)
+        uvicorn.run(
+            "app.main:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=arguments.workers,
+            log_level=arguments.log_level,
+        )
+        return 0
     uvicorn.run(create_app(settings), host=host, port=port, workers=1, log_level=arguments.log_level)
     return 0
 
@@ -154,6 +168,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--no-migrate", action="store_true", help="do not run migrations first")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--workers", type=int, default=1, help="worker processes sharing the database (default 1)"
+    )
     serve.set_defaults(handler=_serve)
     commands.add_parser("migrate", help="create or upgrade the database schema").set_defaults(
         handler=_migrate

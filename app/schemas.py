@@ -266,6 +266,12 @@ class MessagePage(BaseModel):
     next_after: str | None = Field(description="Pass as `after` for the next page; null at the end")
 
 
+class MessageBatch(BaseModel):
+    """A batched receive (`max_messages`): the messages taken, in queue order."""
+
+    messages: list[MessageOut]
+
+
 class SentOut(BaseModel):
     lookup_id: str
     message_id: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -13,6 +14,7 @@ from sqlalchemy.engine import make_url
 from qm.config import DEFAULT_MAX_BODY_BYTES, ManagerConfig, TransactionTtbr
 from qm.model import INFINITE
 from soap.times import LayoutMismatch, TimerMapping
+from storage.group_commit import GroupCommitConfig
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/msmq-gateway.db"
 
@@ -86,6 +88,30 @@ class Settings(BaseSettings):
     wake_poll_interval_s: float = Field(
         1.0, gt=0, description="How soon a waiting receive notices a message sent by another process"
     )
+
+    group_commit_max_batch: int = Field(
+        256, ge=1, le=10_000, description="Most concurrent sends written by one transaction (group commit)"
+    )
+    group_commit_max_wait_ms: float = Field(
+        0.0,
+        ge=0,
+        le=1000,
+        description="How long a commit may wait for more concurrent sends before it starts; 0: none "
+        "(a batch is what arrived while the previous commit was under way)",
+    )
+
+    express_commit: Literal["relaxed", "durable"] = Field(
+        "relaxed",
+        description="relaxed: express messages commit without waiting for the disk (lost if the machine "
+        "or database server crashes, as in MSMQ); durable: like recoverable ones",
+    )
+
+    def group_commit(self) -> GroupCommitConfig:
+        return GroupCommitConfig(
+            self.group_commit_max_batch,
+            self.group_commit_max_wait_ms / 1000,
+            relaxed_express=self.express_commit == "relaxed",
+        )
 
     def display_database_url(self) -> str:
         """The database URL with any password masked, for logs and messages."""

@@ -31,6 +31,24 @@ class QueueReader:
         claim = await self._qm._claim_for(queue, transaction)
         return await self._qm._take_waiting(queue, Selector(), claim, timeout_ms, abandoned)
 
+    async def receive_many(
+        self, path_text: str, timeout_ms: int, max_messages: int, abandoned: asyncio.Event | None = None
+    ) -> list[Message]:
+        """Remove up to `max_messages` available messages in queue order, waiting up to the
+        timeout for the first; empty on timeout. Outside any transaction (a batch is for speed)."""
+        queue = await self._qm.get_queue(path_text)
+        await self._qm._claim_for(queue, None)
+        taken: list[Message] = []
+
+        async def attempt() -> Message | None:
+            nonlocal taken
+            taken = await self._qm.store.take_many(queue, max_messages, self._qm.clock.now())
+            return taken[0] if taken else None
+
+        if await self._qm._wait(queue, attempt, timeout_ms, abandoned) is None:
+            return []
+        return [self._qm._as_read(message) for message in taken]
+
     async def peek(self, path_text: str, timeout_ms: int) -> Message | None:
         queue = await self._qm.get_queue(path_text)
         return await self._qm._wait(queue, self._peeker(queue, Selector()), timeout_ms)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -18,6 +19,7 @@ from qm.errors import MqError, MqErrorCode
 from qm.model import INFINITE, NewMessage
 from qm.wakeups import WakeUps
 from storage import rows
+from storage.engine import SYNCHRONOUS, WRITE_TRANSACTION
 from storage.tables import AVAILABLE, message_counter, messages, queue_manager, queues
 
 m = messages.c
@@ -45,17 +47,25 @@ class StoreBase:
         return self._policy
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[AsyncConnection]:
-        """A write transaction; queues it changed for readers are signalled after the commit."""
+    async def _transaction(self, relaxed: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A write transaction; queues it changed for readers are signalled after the commit.
+
+        `relaxed`: commit without waiting for the disk (express messages only; see
+        docs/performance.md): PostgreSQL's synchronous_commit=off for this transaction,
+        SQLite's synchronous=NORMAL (set before BEGIN, as SQLite requires)."""
         changed: set[int] = set()
-        if self._sqlite:
-            async with self._write_lock, self.engine.begin() as connection:
-                connection.info["changed_queues"] = changed
-                yield connection
-        else:
-            async with self.engine.begin() as connection:
-                connection.info["changed_queues"] = changed
-                yield connection
+        async with contextlib.AsyncExitStack() as stack:
+            if self._sqlite:
+                await stack.enter_async_context(self._write_lock)
+            connection = await stack.enter_async_context(self.engine.connect())
+            if self._sqlite:
+                connection.info[WRITE_TRANSACTION] = True
+                connection.info[SYNCHRONOUS] = "NORMAL" if relaxed else "FULL"
+            await stack.enter_async_context(connection.begin())
+            if relaxed and not self._sqlite:
+                await connection.exec_driver_sql("SET LOCAL synchronous_commit = off")
+            connection.info["changed_queues"] = changed
+            yield connection
         if changed and self._wakeups is not None:
             self._wakeups.signal(changed)
 

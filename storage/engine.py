@@ -9,6 +9,11 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+WRITE_TRANSACTION = "msmqgw_write_transaction"
+"""Connection info key: the next SQLite transaction writes (BEGIN IMMEDIATE)."""
+SYNCHRONOUS = "msmqgw_synchronous"
+"""Connection info key: PRAGMA synchronous for the next SQLite transaction (FULL unless set)."""
+_SYNCHRONOUS_IN_FORCE = "msmqgw_synchronous_in_force"
 
 
 def is_sqlite(url: str) -> bool:
@@ -30,7 +35,11 @@ def ensure_sqlite_directory(url: str) -> None:
 
 def _sqlite_engine(url: str) -> AsyncEngine:
     ensure_sqlite_directory(url)
-    engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+    # A pool as large as PostgreSQL's: every connection beyond the pool is opened (a thread
+    # and the PRAGMAs) and closed again per use, which showed in profiles at concurrency 64.
+    engine = create_async_engine(
+        url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, pool_size=20, max_overflow=10
+    )
 
     @sa.event.listens_for(engine.sync_engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:
@@ -46,6 +55,14 @@ def _sqlite_engine(url: str) -> AsyncEngine:
 
     @sa.event.listens_for(engine.sync_engine, "begin")
     def _begin(connection: sa.Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Writers take the write lock at BEGIN (IMMEDIATE); readers begin deferred, so under
+        # WAL they read a snapshot without waiting for a writer's commit (and its fsync).
+        wanted = connection.info.pop(SYNCHRONOUS, "FULL")
+        if connection.info.get(_SYNCHRONOUS_IN_FORCE, "FULL") != wanted:
+            connection.exec_driver_sql(f"PRAGMA synchronous={wanted}")  # only outside a transaction
+            connection.info[_SYNCHRONOUS_IN_FORCE] = wanted
+        connection.exec_driver_sql(
+            "BEGIN IMMEDIATE" if connection.info.pop(WRITE_TRANSACTION, False) else "BEGIN"
+        )
 
     return engine

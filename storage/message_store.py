@@ -2,38 +2,108 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from qm import rules, streams
 from qm.disposal import Placement, Reason
-from qm.model import Message, NewMessage, Queue
+from qm.model import Delivery, Message, NewMessage, Queue
 from qm.store import Claim, ClaimKind, EnqueueOutcome, EnqueueResult, PositionState, Selector
 from storage import rows, statements
 from storage.consequences import Consequences
+from storage.errors import is_unavailable
+from storage.group_commit import GroupCommit, GroupCommitConfig
 from storage.stream_store import StreamStore
 from storage.tables import LOCKED, TXN_DEQUEUE, messages, received_message_ids
 
 m = messages.c
 
 
+WithinEnqueue = Callable[[AsyncConnection, list[EnqueueResult]], Awaitable[None]]
+"""Runs in the enqueue's transaction, after the request's messages are inserted and before the
+commit, with their results: the seam for state that must commit with its message (SRMP
+stream state). Raising fails that request alone; the rest of the batch commits."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueRequest:
+    """One caller's enqueue, as the group commit batches it."""
+
+    messages: Sequence[NewMessage]
+    quota_kb: int
+    throttled: bool
+    within: WithinEnqueue | None = None
+
+    @property
+    def express(self) -> bool:
+        return all(item.properties.delivery is Delivery.EXPRESS for item in self.messages)
+
+
 class MessageStore(StreamStore):
+    def __init__(self, engine: AsyncEngine, group_commit: GroupCommitConfig | None = None) -> None:
+        super().__init__(engine)
+        config = group_commit or GroupCommitConfig()
+        self._relaxed_express = config.relaxed_express
+        self.group_commit: GroupCommit[EnqueueRequest, list[EnqueueResult]] = GroupCommit(
+            self._enqueue_batch, config.max_batch, config.max_wait_s
+        )
+
     async def enqueue(
         self, batch: Sequence[NewMessage], quota_kb: int, throttled: bool
     ) -> list[EnqueueResult]:
-        """Insert in one transaction, applying the §7.3 quota rules message by message."""
-        async with self._transaction() as connection:
-            totals = await self._lock_queues(connection, sorted({item.queue_id for item in batch}))
-            machine_bytes = await self._machine_bytes(connection, quota_kb)
+        """Insert in one transaction, applying the §7.3 quota rules message by message; the
+        transaction may hold other callers' messages too (group commit)."""
+        return await self.enqueue_request(EnqueueRequest(tuple(batch), quota_kb, throttled))
+
+    async def enqueue_request(self, request: EnqueueRequest) -> list[EnqueueResult]:
+        """`enqueue` with a `within` callback in the same transaction (see WithinEnqueue)."""
+        if not request.messages:
+            return []
+        return await self.group_commit.submit(request)
+
+    async def close(self) -> None:
+        await self.group_commit.close()
+        await super().close()
+
+    async def _enqueue_batch(
+        self, requests: Sequence[EnqueueRequest]
+    ) -> list[list[EnqueueResult] | BaseException]:
+        """All requests in one transaction. If it fails for a reason other than the store being
+        unavailable, each request is retried in a transaction of its own, so that a message
+        that cannot be stored fails alone (its caller gets the error, the others commit)."""
+        try:
+            return list(await self._enqueue_together(requests))
+        except Exception as error:
+            if len(requests) == 1 or is_unavailable(error):
+                raise
+        outcomes: list[list[EnqueueResult] | BaseException] = []
+        for request in requests:
+            try:
+                outcomes.extend(await self._enqueue_together([request]))
+            except Exception as error:
+                if is_unavailable(error):
+                    raise
+                outcomes.append(error)
+        return outcomes
+
+    async def _enqueue_together(self, requests: Sequence[EnqueueRequest]) -> list[list[EnqueueResult]]:
+        items = [(item, request) for request in requests for item in request.messages]
+        relaxed = self._relaxed_express and all(request.express for request in requests)
+        async with self._transaction(relaxed=relaxed) as connection:
+            totals = await self._lock_queues(connection, sorted({item.queue_id for item, _ in items}))
+            machine_bytes = await self._machine_bytes(connection, min(r.quota_kb for r in requests))
             outcomes = []
-            for item in batch:
-                outcome = await self._admission(connection, item, totals, machine_bytes, quota_kb, throttled)
+            for item, request in items:
+                outcome = await self._admission(
+                    connection, item, totals, machine_bytes, request.quota_kb, request.throttled
+                )
                 if outcome is EnqueueOutcome.ACCEPTED:
                     size = rules.stored_size(item.properties)
                     queue_bytes, queue_quota = totals[item.queue_id]
@@ -42,20 +112,28 @@ class MessageStore(StreamStore):
                 outcomes.append(outcome)
             accepted = [
                 item
-                for item, outcome in zip(batch, outcomes, strict=True)
+                for (item, _), outcome in zip(items, outcomes, strict=True)
                 if outcome is EnqueueOutcome.ACCEPTED
             ]
             inserted = await self.insert_messages(connection, accepted)
             arrived = [row for row in inserted if row["transaction_id"] is None]
             if arrived:
                 await Consequences(self, connection, accepted[0].arrived_time).follow(arrived, Reason.ARRIVED)
-        placed_iter = iter(
-            EnqueueResult(EnqueueOutcome.ACCEPTED, row["lookup_id"], row["message_id"]) for row in inserted
-        )
-        return [
-            next(placed_iter) if outcome is EnqueueOutcome.ACCEPTED else EnqueueResult(outcome)
-            for outcome in outcomes
-        ]
+            placed = iter(
+                EnqueueResult(EnqueueOutcome.ACCEPTED, row["lookup_id"], row["message_id"])
+                for row in inserted
+            )
+            flat = [
+                next(placed) if outcome is EnqueueOutcome.ACCEPTED else EnqueueResult(outcome)
+                for outcome in outcomes
+            ]
+            results = []
+            for request in requests:
+                mine, flat = flat[: len(request.messages)], flat[len(request.messages) :]
+                if request.within is not None:
+                    await request.within(connection, mine)
+                results.append(mine)
+        return results
 
     async def _admission(
         self,
@@ -144,6 +222,27 @@ class MessageStore(StreamStore):
                 known = {queue.id: (queue.path, queue.settings.journal)}
                 await Consequences(self, connection, now).removed([row], Reason.RECEIVED, known)
         return None if row is None else rows.message_from_row(row)
+
+    async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
+        """Receive up to `limit` available messages in queue order with one DELETE statement."""
+        pinned = not self._sqlite
+        first = (
+            sa.select(m.lookup_id)
+            .where(statements.available_in(queue.id, rows.to_us(now), pinned))
+            .order_by(*statements.queue_order(queue_first=pinned))
+            .limit(limit)
+        )
+        if not self._sqlite:
+            first = first.with_for_update(skip_locked=True)
+        statement = sa.delete(messages).where(m.lookup_id.in_(first)).returning(*messages.c)
+        async with self._transaction() as connection:
+            taken = sorted(
+                (await connection.execute(statement)).mappings().all(), key=lambda row: row["lookup_id"]
+            )
+            if taken:
+                known = {queue.id: (queue.path, queue.settings.journal)}
+                await Consequences(self, connection, now).removed(taken, Reason.RECEIVED, known)
+        return [rows.message_from_row(row) for row in taken]
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState:
         statement = sa.select(m.state, m.ttbr_deadline).where(

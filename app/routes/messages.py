@@ -19,11 +19,12 @@ from app.docs import (
 )
 from app.gateway import GatewayDep, TimeoutMs, TransactionParam, canonical_queue, check_wait, parse_lookup_id
 from app.http import message_from_request, message_response
-from app.schemas import MessageOut, MessagePage, SentOut
+from app.schemas import MessageBatch, MessageOut, MessagePage, SentOut
 from qm.errors import MqError, MqErrorCode
 from qm.model import Message
 
 router = APIRouter(tags=["messages"])
+MAX_BATCH = 1000
 LOCK_GONE = problem_example(
     "MQ_ERROR_MESSAGE_ALREADY_RECEIVED",
     "0xC00E001D",
@@ -94,7 +95,8 @@ async def browse(
     "/api/queues/{path:path}/receive",
     summary="Receive the first message (waits up to timeout_ms)",
     description="Removes the first available message. With `two_phase=true` the message is locked "
-    "instead and returned with a `lock_tag`: commit or abort it under /api/locks.",
+    "instead and returned with a `lock_tag`: commit or abort it under /api/locks. With "
+    '`max_messages=N` up to N messages are removed at once, answered as `{"messages": [...]}`.',
     responses=MESSAGE_RESPONSES,
 )
 async def receive(
@@ -105,9 +107,25 @@ async def receive(
     transaction: TransactionParam = None,
     two_phase: Annotated[bool, Query(description="Lock instead of removing (Dequeue Begin)")] = False,
     lock_timeout_ms: Annotated[int | None, Query(ge=1, description="Two-phase lock lifetime")] = None,
+    max_messages: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=MAX_BATCH,
+            description="Receive up to this many messages at once (claimed in one statement); the "
+            'answer is then always JSON `{"messages": [...]}`. Not with a transaction or two_phase.',
+        ),
+    ] = None,
 ) -> Response:
     wait = check_wait(gateway, timeout_ms)
     queue = canonical_queue(gateway, path)
+    if max_messages is not None:
+        if two_phase or transaction is not None:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+                "max_messages is for plain receives: not with a transaction or two_phase",
+            )
+        return await _receive_batch(request, gateway, path, wait, max_messages, queue)
     if two_phase:
         return await _receive_locked(path, request, gateway, wait, transaction, lock_timeout_ms)
     message = await _receive_while_connected(request, gateway, path, wait, transaction)
@@ -129,6 +147,22 @@ async def _receive_while_connected(
         return await gateway.reader.receive(path, wait, transaction, hung_up)
     finally:
         listener.cancel()
+
+
+async def _receive_batch(
+    request: Request, gateway: GatewayDep, path: str, wait: int, max_messages: int, queue: str
+) -> Response:
+    hung_up = asyncio.Event()
+    listener = asyncio.create_task(_await_disconnect(request, hung_up)) if wait else None
+    try:
+        taken = await gateway.reader.receive_many(path, wait, max_messages, hung_up)
+    finally:
+        if listener is not None:
+            listener.cancel()
+    if not taken:
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    batch = MessageBatch(messages=[MessageOut.of(message, queue) for message in taken])
+    return Response(batch.model_dump_json(), media_type="application/json")
 
 
 async def _await_disconnect(request: Request, hung_up: asyncio.Event) -> None:

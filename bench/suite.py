@@ -1,0 +1,325 @@
+"""The scenarios of issue 5, each on SQLite and PostgreSQL, each against a fresh gateway process."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench import requests as rq
+from bench.ceiling import run_ceiling
+from bench.harness import Database, Gateway, client_cpu_seconds, migrate
+from bench.http_load import (
+    Connection,
+    LoadResult,
+    closed_loop,
+    one_if_ok,
+    percentile,
+    repeat,
+)
+from bench.seed import seed_depth
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    ceiling_single: int
+    ceiling_batched: int
+    seconds: float
+    """How long each load scenario runs (closed loops stop sending then)."""
+    prepared: int
+    """SRMP envelopes built before the clock starts (each message has its own ID)."""
+    latency_seconds: float
+    depths: tuple[int, ...]
+    receive_stock: int
+    """Messages put in a queue (by SQL) for the receive scenarios to take."""
+
+
+QUICK = Profile("quick", 200, 3000, 4.0, 6000, 4.0, (0, 20_000), 20_000)
+FULL = Profile("full", 1000, 20_000, 10.0, 40_000, 10.0, (0, 100_000, 1_000_000), 150_000)
+
+SEND_CONCURRENCY = (1, 16, 64)
+PRODUCERS = 16
+CONSUMERS = 16
+LATENCY_RATE = 500
+LATENCY_CONSUMERS = 8
+LONG_POLL_MS = 1000
+
+Row = dict[str, Any]
+SCENARIOS = frozenset({"ceiling", "srmp", "rest", "e2e", "latency", "depth"})
+
+
+_created = itertools.count(1)
+
+
+def create_queue(gateway: Gateway, name: str) -> str:
+    """A new queue `name-<n>` (every scenario gets its own, on the run's one database)."""
+    path = f"private$/{name}-{next(_created)}"
+    request = urllib.request.Request(
+        gateway.base_url + "/api/queues",
+        data=json.dumps({"path": path}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30):
+        pass
+    return path
+
+
+class StoreRun:
+    """All scenarios on one database; each appends rows to `rows`."""
+
+    def __init__(self, database: Database, profile: Profile, rows: list[Row]) -> None:
+        self.database = database
+        self.profile = profile
+        self.rows = rows
+
+    def row(self, scenario: str, concurrency: int | str, result: LoadResult | None, **extra: Any) -> Row:
+        row: Row = {"store": self.database.kind, "scenario": scenario, "concurrency": concurrency}
+        if result is not None:
+            row |= {
+                "messages": result.items,
+                "per_s": round(result.rate, 1),
+                "p50_ms": round(percentile(result.latencies_ms, 0.5), 2),
+                "p99_ms": round(percentile(result.latencies_ms, 0.99), 2),
+                "errors": result.errors,
+            }
+            if result.skipped:
+                row["skipped"] = result.skipped
+        row |= extra
+        self.rows.append(row)
+        print(_line(row), flush=True)
+        return row
+
+    async def measured(
+        self,
+        scenario: str,
+        concurrency: int | str,
+        work: Callable[[Gateway], Awaitable[LoadResult]],
+        settings: dict[str, str] | None = None,
+    ) -> Row:
+        """Run `work` against a fresh gateway; add its peak RSS and both sides' CPU seconds."""
+        gateway = Gateway(self.database, settings)
+        try:
+            client_before, gateway_before = client_cpu_seconds(), gateway.cpu_seconds()
+            result = await work(gateway)
+            client_cpu = client_cpu_seconds() - client_before
+            if result.client_cpu_s is not None:
+                client_cpu = result.client_cpu_s
+            gateway_cpu = gateway.cpu_seconds() - gateway_before
+        finally:
+            peak, _ = gateway.stop()
+        return self.row(
+            scenario,
+            concurrency,
+            result,
+            rss_mb=round(peak, 1),
+            gateway_cpu_s=round(gateway_cpu, 2),
+            client_cpu_s=round(client_cpu, 2),
+            # CPU per message: what the gateway costs whatever share of the cores it got
+            gateway_cpu_ms_per_msg=round(1000 * gateway_cpu / max(result.items, 1), 2),
+        )
+
+    async def run(self, only: frozenset[str] = SCENARIOS) -> None:
+        migrate(self.database)
+        if "ceiling" in only:
+            self.ceiling()
+        for name, scenario in (
+            ("srmp", self.srmp_send),
+            ("rest", self.rest_send_receive),
+            ("e2e", self.end_to_end),
+            ("latency", self.latency),
+            ("depth", self.depth),
+        ):
+            if name in only:
+                await scenario()
+
+    def ceiling(self) -> None:
+        for per_commit, count in ((1, self.profile.ceiling_single), (100, self.profile.ceiling_batched)):
+            rates = run_ceiling(self.database, count, per_commit)
+            self.row(
+                f"ceiling {per_commit}/commit",
+                "-",
+                None,
+                messages=count,
+                per_s=round(rates["insert_per_s"], 1),
+                claim_per_s=round(rates["claim_per_s"], 1),
+            )
+
+    async def srmp_send(self) -> None:
+        seconds, prepared = self.profile.seconds, self.profile.prepared
+        for recoverable in (True, False):
+            kind = "recoverable" if recoverable else "express"
+            for concurrency in SEND_CONCURRENCY if recoverable else (64,):
+
+                async def work(gateway: Gateway, c: int = concurrency, r: bool = recoverable) -> LoadResult:
+                    queue = create_queue(gateway, f"srmp-{c}-{r}")
+                    envelopes = rq.srmp_requests(gateway.port, queue, prepared, r)
+                    return await closed_loop(
+                        gateway.port, c, iter(envelopes), one_if_ok((200,)), None, seconds
+                    )
+
+                await self.measured(f"SRMP send {kind}", concurrency, work)
+
+    async def rest_send_receive(self) -> None:
+        seconds = self.profile.seconds
+        for express in (False, True):
+
+            async def send(gateway: Gateway, e: bool = express) -> LoadResult:
+                request = rq.rest_send(create_queue(gateway, "rest-send"), express=e)
+                return await closed_loop(
+                    gateway.port, 64, repeat(request, 10**9), one_if_ok((201,)), None, seconds
+                )
+
+            await self.measured("REST send " + ("express" if express else "recoverable"), 64, send)
+        for batch, concurrency in ((1, 16), (100, 4)):
+
+            async def receive(gateway: Gateway, b: int = batch, c: int = concurrency) -> LoadResult:
+                return await self.receive_from_stock(
+                    gateway, "rest-receive", self.profile.receive_stock, b, c
+                )
+
+            await self.measured(f"REST receive x{batch}", concurrency, receive)
+
+    async def receive_from_stock(
+        self, gateway: Gateway, name: str, stock: int, batch: int, concurrency: int
+    ) -> LoadResult:
+        """Receive (timeout 0) for the scenario's duration from a queue holding `stock` messages."""
+        queue = create_queue(gateway, name)
+        seed_depth(self.database, queue.removeprefix("private$/"), stock)
+        requests = repeat(rq.rest_receive(queue, 0, batch), 10**9)
+        return await closed_loop(
+            gateway.port, concurrency, requests, rq.received_count, stock, self.profile.seconds
+        )
+
+    async def end_to_end(self) -> None:
+        async def work(gateway: Gateway) -> LoadResult:
+            queue = create_queue(gateway, "e2e")
+            return await producers_and_consumers(gateway.port, queue, self.profile.seconds)
+
+        await self.measured("end to end", f"{PRODUCERS}+{CONSUMERS}", work)
+
+    async def latency(self) -> None:
+        async def work(gateway: Gateway) -> LoadResult:
+            queue = create_queue(gateway, "latency")
+            return await paced_latency(gateway.port, queue, LATENCY_RATE, self.profile.latency_seconds)
+
+        await self.measured(f"latency @{LATENCY_RATE}/s", f"1+{LATENCY_CONSUMERS}", work)
+
+    async def depth(self) -> None:
+        seconds = self.profile.seconds
+        for depth in self.profile.depths:
+
+            async def send(gateway: Gateway, d: int = depth) -> LoadResult:
+                queue = create_queue(gateway, f"depth-{d}")
+                seed_depth(self.database, queue.removeprefix("private$/"), d)
+                request = rq.rest_send(queue)
+                return await closed_loop(
+                    gateway.port, 64, repeat(request, 10**9), one_if_ok((201,)), None, seconds
+                )
+
+            async def receive(gateway: Gateway, d: int = depth) -> LoadResult:
+                stock = d + self.profile.receive_stock
+                return await self.receive_from_stock(gateway, f"depth-{d}", stock, 1, 16)
+
+            await self.measured(f"depth {depth:,} send", 64, send)
+            await self.measured(f"depth {depth:,} receive", 16, receive)
+
+
+async def producers_and_consumers(port: int, queue: str, seconds: float) -> LoadResult:
+    """Producers send for `seconds` while long-polling consumers take; the rate is everything
+    sent over the time until the last of it was received."""
+    started = time.perf_counter()
+    consumed = LoadResult()
+    sent_all = asyncio.Event()
+    sent = LoadResult()
+
+    async def consumers() -> None:
+        nonlocal consumed
+        request = rq.rest_receive(queue, LONG_POLL_MS)
+        connections = [await Connection.open(port) for _ in range(CONSUMERS)]
+
+        async def consume(connection: Connection) -> None:
+            while not (sent_all.is_set() and consumed.items >= sent.items):
+                status, answer = await connection.exchange(request)
+                consumed.items += rq.received_count(status, answer)
+                if status not in (200, 204):
+                    consumed.errors += 1
+            consumed.reached_at = consumed.reached_at or time.perf_counter()
+
+        await asyncio.gather(*(consume(connection) for connection in connections))
+        for connection in connections:
+            await connection.close()
+
+    consuming = asyncio.ensure_future(consumers())
+    sent = await closed_loop(
+        port, PRODUCERS, repeat(rq.rest_send(queue), 10**9), one_if_ok((201,)), None, seconds
+    )
+    sent_all.set()
+    await consuming
+    consumed.elapsed_s = consumed.reached_at - started
+    consumed.errors += sent.errors
+    consumed.latencies_ms = sent.latencies_ms
+    return consumed
+
+
+async def paced_latency(port: int, queue: str, rate: int, seconds: float) -> LoadResult:
+    """Send at a fixed rate (stamped bodies); consumers long-poll; latency = receive - send."""
+    total = int(rate * seconds)
+    result = LoadResult()
+    idle: asyncio.Queue[Connection] = asyncio.Queue()
+    for _ in range(32):
+        idle.put_nowait(await Connection.open(port))
+    readers = [await Connection.open(port) for _ in range(LATENCY_CONSUMERS)]
+    received = 0
+    everything = asyncio.Event()
+
+    async def consume(connection: Connection) -> None:
+        nonlocal received
+        request = rq.rest_receive(queue, LONG_POLL_MS)
+        while not everything.is_set():
+            status, body = await connection.exchange(request)
+            if status == 200:
+                result.latencies_ms.append((time.perf_counter() - float(body[:20].rstrip(b"."))) * 1000)
+                received += 1
+                if received >= total:
+                    everything.set()
+
+    async def send_one(connection: Connection) -> None:
+        status, _ = await connection.exchange(rq.rest_send(queue, rq.stamped_body()))
+        idle.put_nowait(connection)
+        if status != 201:
+            result.errors += 1
+
+    consumers = [asyncio.ensure_future(consume(connection)) for connection in readers]
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    sends = []
+    behind = 0
+    for index in range(total):
+        delay = started + index / rate - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if idle.empty():
+            behind += 1  # every connection is still waiting: the gateway is not keeping the rate
+            continue
+        sends.append(asyncio.ensure_future(send_one(idle.get_nowait())))
+    total -= behind
+    if received >= total:
+        everything.set()
+    result.skipped = behind
+    await asyncio.gather(*sends)
+    await asyncio.wait_for(everything.wait(), timeout=60)
+    result.elapsed_s = loop.time() - started
+    result.items = received
+    await asyncio.gather(*consumers)
+    return result
+
+
+def _line(row: Row) -> str:
+    return "  ".join(f"{key}={value}" for key, value in row.items() if key != "store") + f"  [{row['store']}]"

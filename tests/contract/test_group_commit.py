@@ -1,0 +1,134 @@
+"""Group commit: concurrent enqueues share one transaction, each answered after its commit,
+and a message that cannot be stored fails alone."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from qm.errors import MqError, MqErrorCode
+from qm.manager import QueueManager
+from qm.model import INFINITE, MessageProperties, NewMessage
+from qm.reading import QueueReader
+from qm.store import EnqueueOutcome, EnqueueResult
+from storage.message_store import EnqueueRequest
+from storage.store import SqlStore
+from storage.tables import messages
+from tests.contract.support import bodies_of, counts, new_queue
+
+pytestmark = pytest.mark.anyio
+
+PATH = "private$/group-commit"
+SENDERS = 20
+
+
+def _store(manager: QueueManager) -> SqlStore:
+    assert isinstance(manager.store, SqlStore)
+    return manager.store
+
+
+def _message(
+    manager: QueueManager, queue_id: int, number: int, duplicate_key: str | None = None
+) -> NewMessage:
+    now = manager.clock.now()
+    return NewMessage(
+        queue_id=queue_id,
+        properties=MessageProperties(body=str(number).encode()),
+        message_id="",
+        sent_time=now,
+        arrived_time=now,
+        source_machine=manager.guid,
+        ttbr_deadline=None,
+        ttrq_deadline=None,
+        duplicate_key=duplicate_key,
+    )
+
+
+async def test_concurrent_enqueues_are_written_by_one_commit(
+    manager: QueueManager, reader: QueueReader
+) -> None:
+    await new_queue(manager, PATH)
+    queue = await manager.get_queue(PATH)
+    store = _store(manager)
+    commits_before = store.group_commit.stats.commits
+    answers = await asyncio.gather(
+        *(store.enqueue([_message(manager, queue.id, number)], INFINITE, False) for number in range(SENDERS))
+    )
+    assert store.group_commit.stats.commits - commits_before == 1
+    assert [result.outcome for [result] in answers] == [EnqueueOutcome.ACCEPTED] * SENDERS
+    assert len({result.lookup_id for [result] in answers}) == SENDERS
+    assert await counts(manager, PATH) == (SENDERS, sum(len(str(number)) for number in range(SENDERS)))
+    received = [await reader.receive(PATH, 0) for _ in range(SENDERS)]
+    # each caller got the lookup ID of its own message; queue order is arrival order
+    assert bodies_of(received) == [str(number).encode() for number in range(SENDERS)]
+    assert [message.lookup_id for message in received if message] == [
+        result.lookup_id for [result] in answers
+    ]
+
+
+async def test_a_message_that_cannot_be_stored_fails_alone(manager: QueueManager) -> None:
+    await new_queue(manager, PATH)
+    queue = await manager.get_queue(PATH)
+    gone = await manager.get_queue(await new_queue(manager, "private$/deleted-meanwhile"))
+    await manager.delete_queue("private$/deleted-meanwhile")
+    seen_inside: list[int] = []
+
+    async def sees_its_message(connection: AsyncConnection, results: list[EnqueueResult]) -> None:
+        """Runs in the batch's transaction: the message is there, not yet committed."""
+        [result] = results
+        found = await connection.execute(
+            sa.select(messages.c.lookup_id).where(messages.c.lookup_id == result.lookup_id)
+        )
+        seen_inside.extend(found.scalars())
+
+    async def refuses(_connection: AsyncConnection, _results: list[EnqueueResult]) -> None:
+        raise RuntimeError("stream state refused")
+
+    requests = [
+        EnqueueRequest([_message(manager, queue.id, number)], INFINITE, False) for number in range(10)
+    ]
+    requests[3] = EnqueueRequest([_message(manager, gone.id, 3)], INFINITE, False)
+    requests[5] = EnqueueRequest([_message(manager, queue.id, 5)], INFINITE, False, sees_its_message)
+    requests[6] = EnqueueRequest([_message(manager, queue.id, 6)], INFINITE, False, refuses)
+    store = _store(manager)
+    outcomes = await asyncio.gather(*(store.enqueue_request(r) for r in requests), return_exceptions=True)
+
+    assert isinstance(outcomes[3], MqError) and outcomes[3].code is MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND
+    assert isinstance(outcomes[6], RuntimeError)
+    stored = [outcome for index, outcome in enumerate(outcomes) if index not in (3, 6)]
+    assert all(isinstance(o, list) and o[0].outcome is EnqueueOutcome.ACCEPTED for o in stored)
+    assert len(seen_inside) == 1
+    browsed = await manager.store.browse(queue.id, 0, 100, manager.clock.now())
+    assert sorted(int(message.properties.body) for message in browsed) == [0, 1, 2, 4, 5, 7, 8, 9]
+    assert (await counts(manager, PATH))[0] == 8
+
+
+async def test_a_duplicate_in_the_same_batch_is_answered_as_such(manager: QueueManager) -> None:
+    await new_queue(manager, PATH)
+    queue = await manager.get_queue(PATH)
+    store = _store(manager)
+    answers = await asyncio.gather(
+        *(
+            store.enqueue([_message(manager, queue.id, number, "srmp-id-1")], INFINITE, False)
+            for number in range(2)
+        )
+    )
+    assert sorted(result.outcome.name for [result] in answers) == ["ACCEPTED", "DUPLICATE"]
+    assert (await counts(manager, PATH))[0] == 1
+
+
+async def test_a_batched_receive_takes_the_first_messages_in_queue_order(
+    manager: QueueManager, reader: QueueReader
+) -> None:
+    await new_queue(manager, PATH)
+    for number, priority in enumerate([1, 5, 3, 5, 0, 7]):
+        await manager.send(PATH, MessageProperties(body=str(number).encode(), priority=priority))
+    taken = await reader.receive_many(PATH, 0, 4)
+    assert bodies_of(taken) == [b"5", b"1", b"3", b"2"]
+    assert (await counts(manager, PATH))[0] == 2
+    assert bodies_of(await reader.receive_many(PATH, 0, 100)) == [b"0", b"4"]
+    assert await reader.receive_many(PATH, 0, 100) == []
+    assert await counts(manager, PATH) == (0, 0)
