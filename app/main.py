@@ -12,7 +12,7 @@ from fastapi import APIRouter, FastAPI
 from app import errors, openapi
 from app.gateway import Gateway
 from app.housekeeping import background_tasks
-from app.routes import cursors, lookup, messages, queue_manager, queues, srmp, transactions
+from app.routes import cursors, lookup, messages, queue_manager, queues, soap_api, srmp, transactions
 from app.settings import Settings, load_settings
 from qm.clock import Clock, SystemClock
 from qm.cursors import CursorService
@@ -66,6 +66,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         messages.router,
         queues.router,
         srmp.router,
+        soap_api.router,
     ):
         app.include_router(router)
     tail = APIRouter()
