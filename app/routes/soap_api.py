@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 
 from app.docs import SOAP_FAULT_EXAMPLE, SOAP_REQUEST_BODY, SOAP_RESPONSE_EXAMPLE, WSDL_EXAMPLE
 from app.errors import HTTP_STATUS, HttpMqError
@@ -43,6 +43,14 @@ from storage.errors import DATABASE_ERRORS, is_unavailable
 router = APIRouter(tags=["soap"])
 log = logging.getLogger(__name__)
 TEXT_XML = "text/xml; charset=utf-8"
+WSDL_PARAMETER = {
+    "name": "wsdl",
+    "in": "query",
+    "required": False,
+    "description": "Written without a value, as SOAP tools do: `/soap?wsdl` (any GET of /soap serves it)",
+    "schema": {"type": "string"},
+    "allowEmptyValue": True,
+}
 Values = dict[str, Any]
 
 
@@ -51,11 +59,11 @@ Values = dict[str, Any]
     summary="The WSDL of the SOAP API",
     description="WSDL 1.1 (SOAP 1.1, document/literal wrapped). Its `soap:address` is this URL as the "
     "client reached it, so `zeep.Client('http://gw01:8080/soap?wsdl')` calls the same gateway.",
+    response_class=Response,
+    openapi_extra={"parameters": [WSDL_PARAMETER]},
     responses={200: {"description": "The WSDL", "content": {"text/xml": {"example": WSDL_EXAMPLE}}}},
 )
-async def get_wsdl(
-    request: Request, wsdl: Annotated[str | None, Query(description="Present, with no value")] = None
-) -> Response:
+async def get_wsdl(request: Request) -> Response:
     return Response(wsdl_document(str(request.url_for("soap_call"))), media_type=TEXT_XML)
 
 
@@ -67,6 +75,7 @@ async def get_wsdl(
     "`urn:msmq-gateway:soap:v1`: Send, Receive, Peek, ReceiveByLookupId, PeekByLookupId, CreateQueue, "
     "GetQueue, ListQueues, DeleteQueue, PurgeQueue, BeginTransaction, CommitTransaction, "
     "AbortTransaction. See the WSDL at `GET /soap?wsdl`.",
+    response_class=Response,
     openapi_extra=SOAP_REQUEST_BODY,
     responses={
         200: {"description": "The operation's response", "content": {"text/xml": SOAP_RESPONSE_EXAMPLE}},

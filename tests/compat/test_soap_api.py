@@ -255,6 +255,15 @@ def test_a_body_over_the_cap_is_a_client_fault(gateway: Gateway) -> None:
     assert gateway.service.Send(queue=path, message={"body": b"x" * MAX_BODY_BYTES}).priority == 3
 
 
+def test_a_full_queue_is_a_server_fault(gateway: Gateway) -> None:
+    """The request was fine; the gateway cannot take it now (REST answers 507)."""
+    path = new_queue(gateway, quota=1)
+    gateway.service.Send(queue=path, message={"body": bytes(1000)})
+    code, name, _ = fault_of(gateway.service.Send, queue=path, message={"body": bytes(1000)})
+    assert (code, name) == ("soap:Server", "MQ_ERROR_INSUFFICIENT_RESOURCES")
+    assert gateway.service.GetQueue(path=path).messageCount == 1
+
+
 def test_a_store_failure_is_a_server_fault_and_the_gateway_serves_after_it(gateway: Gateway) -> None:
     path = new_queue(gateway)
     with store_outage(gateway.database_url):
