@@ -185,3 +185,61 @@ SRMP_STATISTICS_EXAMPLE = {
     "retry_later": 0,
     "timer_layout_mismatches": 1,
 }
+
+
+# -- the SOAP API (/soap) ---------------------------------------------------------------
+
+_SOAP_SEND = """\
+<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" xmlns:gw="urn:msmq-gateway:soap:v1">
+  <soap:Body>
+    <gw:Send>
+      <gw:queue>private$/orders</gw:queue>
+      <gw:message>
+        <gw:body>b3JkZXIgMQ==</gw:body>
+        <gw:label>new order</gw:label>
+        <gw:priority>5</gw:priority>
+      </gw:message>
+    </gw:Send>
+  </soap:Body>
+</soap:Envelope>
+"""
+SOAP_REQUEST_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {"text/xml": {"schema": {"type": "string"}, "example": _SOAP_SEND}},
+    }
+}
+SOAP_RESPONSE_EXAMPLE: dict[str, Any] = {
+    "schema": {"type": "string"},
+    "example": "<?xml version='1.0' encoding='utf-8'?>\n"
+    '<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" '
+    'xmlns:gw="urn:msmq-gateway:soap:v1"><soap:Body><gw:SendResponse>'
+    "<gw:lookupId>144115188075855873</gw:lookupId>"
+    "<gw:messageId>{5b0c7e1a-2f3d-4c8e-9a61-0d4f2b7c8e93}\\1</gw:messageId>"
+    "<gw:queue>private$/orders</gw:queue><gw:priority>5</gw:priority>"
+    "</gw:SendResponse></soap:Body></soap:Envelope>",
+}
+SOAP_FAULT_EXAMPLE: dict[str, Any] = {
+    "schema": {"type": "string"},
+    "example": "<?xml version='1.0' encoding='utf-8'?>\n"
+    '<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" '
+    'xmlns:gw="urn:msmq-gateway:soap:v1"><soap:Body><soap:Fault>'
+    "<faultcode>soap:Client</faultcode>"
+    "<faultstring>MQ_ERROR_QUEUE_NOT_FOUND (0xC00E0003): no queue private$/orders</faultstring>"
+    "<detail><gw:MqError><gw:name>MQ_ERROR_QUEUE_NOT_FOUND</gw:name><gw:code>0xC00E0003</gw:code>"
+    "<gw:description>no queue private$/orders</gw:description></gw:MqError></detail>"
+    "</soap:Fault></soap:Body></soap:Envelope>",
+}
+WSDL_EXAMPLE = """\
+<?xml version="1.0" encoding="utf-8"?>
+<wsdl:definitions xmlns:wsdl="http://schemas.xmlsoap.org/wsdl/" \
+xmlns:soap="http://schemas.xmlsoap.org/wsdl/soap/" ... targetNamespace="urn:msmq-gateway:soap:v1" \
+name="MsmqGateway">
+  ...
+  <wsdl:service name="MsmqGateway">
+    <wsdl:port name="MsmqGatewayPort" binding="tns:MsmqGatewayBinding">
+      <soap:address location="http://127.0.0.1:8080/soap"/>
+    </wsdl:port>
+  </wsdl:service>
+</wsdl:definitions>
+"""

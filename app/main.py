@@ -15,7 +15,17 @@ from app.housekeeping import background_tasks, supervise_on_demand
 from app.outbound.client import SrmpClient
 from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
-from app.routes import cursors, lookup, messages, outgoing, queue_manager, queues, srmp, transactions
+from app.routes import (
+    cursors,
+    lookup,
+    messages,
+    outgoing,
+    queue_manager,
+    queues,
+    soap_api,
+    srmp,
+    transactions,
+)
 from app.settings import Settings, load_settings
 from qm.clock import Clock, SystemClock
 from qm.cursors import CursorService
@@ -83,6 +93,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         queues.router,
         outgoing.router,
         srmp.router,
+        soap_api.router,
     ):
         app.include_router(router)
     tail = APIRouter()

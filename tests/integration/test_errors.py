@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -88,6 +88,9 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("GET", "/api/srmp/statistics"): ({}, 0, ""),  # no error path: counters of this process
     # SRMP answers carry only a status, never a body (reference §2): tested in tests/compat.
     ("POST", "/msmq/{path}"): ({}, 0, ""),
+    # The SOAP API answers SOAP faults, not problem+json: tested in tests/compat/test_soap_api.py.
+    ("GET", "/soap"): ({}, 0, ""),
+    ("POST", "/soap"): ({}, 0, ""),
 }
 
 
@@ -153,41 +156,46 @@ def execute(url: str, statement: str, autocommit: bool = False) -> None:
         engine.dispose()
 
 
-@asynccontextmanager
-async def store_outage(database_url: str) -> AsyncIterator[None]:
-    """Make the real database fail the gateway's statements, then repair it. The statements run
-    in a thread: blocking the event loop would stall a background pass in the middle of its
-    SQLite transaction, and the ALTER would then wait for a lock that is never released."""
+@contextmanager
+def store_outage(database_url: str) -> Iterator[None]:
+    """Make the real database fail the gateway's statements, then repair it."""
     url = sa.engine.make_url(database_url)
     if url.get_backend_name() == "sqlite":
-        await anyio.to_thread.run_sync(
-            execute, sync_url(database_url), "ALTER TABLE queues RENAME TO queues_away"
-        )
+        execute(sync_url(database_url), "ALTER TABLE queues RENAME TO queues_away")
         try:
             yield
         finally:
-            await anyio.to_thread.run_sync(
-                execute, sync_url(database_url), "ALTER TABLE queues_away RENAME TO queues"
-            )
+            execute(sync_url(database_url), "ALTER TABLE queues_away RENAME TO queues")
         return
     admin = (
         sa.engine.make_url(POSTGRES_ADMIN_URL).set(drivername="postgresql+psycopg").render_as_string(False)
     )
-    allow = f'ALTER DATABASE "{url.database}" ALLOW_CONNECTIONS'
-    await anyio.to_thread.run_sync(lambda: execute(admin, f"{allow} false", autocommit=True))
-    terminate = f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{url.database}'"
-    await anyio.to_thread.run_sync(execute, admin, terminate)
+    execute(admin, f'ALTER DATABASE "{url.database}" ALLOW_CONNECTIONS false', autocommit=True)
+    execute(admin, f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{url.database}'")
     try:
         yield
     finally:
-        await anyio.to_thread.run_sync(lambda: execute(admin, f"{allow} true", autocommit=True))
+        execute(admin, f'ALTER DATABASE "{url.database}" ALLOW_CONNECTIONS true', autocommit=True)
+
+
+@asynccontextmanager
+async def store_outage_off_the_loop(database_url: str) -> AsyncIterator[None]:
+    """`store_outage` for a gateway on this event loop: the statements run in a thread, since
+    blocking the loop would stall a background pass in the middle of its SQLite transaction,
+    and the ALTER would then wait for a lock that is never released."""
+    outage = store_outage(database_url)
+    await anyio.to_thread.run_sync(outage.__enter__)
+    try:
+        yield
+    finally:
+        await anyio.to_thread.run_sync(outage.__exit__, None, None, None)
 
 
 async def test_a_store_failure_is_503_and_the_gateway_serves_again_after_it(
     client: httpx.AsyncClient, database_url: str
 ) -> None:
     assert (await client.post("/api/queues", json={"path": "private$/orders"})).status_code == 201
-    async with store_outage(database_url):
+    async with store_outage_off_the_loop(database_url):
         response = await client.get("/api/queues/private$/orders")
         problem = assert_problem(response, 503, "MQ_ERROR_SERVICE_NOT_AVAILABLE")
         assert problem["detail"] == "the message store is unavailable"
