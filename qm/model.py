@@ -172,6 +172,10 @@ class NewMessage:
     """Sent in a transaction (a single-message one included)."""
     duplicate_key: str | None = None
     """When set, the message is stored only if no message with this key arrived recently."""
+    original_arrived_time: datetime | None = None
+    received_time: datetime | None = None
+    dead_lettered_time: datetime | None = None
+    """Journal and dead-letter copies: when the original arrived, was received, was dead-lettered."""
 
 
 @dataclass(frozen=True, slots=True)
