@@ -25,8 +25,8 @@ from pipeline.errors import PipelineError
 from pipeline.progress import Progress
 from pipeline.schemas import ARCHIVED_LOCATIONS, export_spark_schema, typed
 from pipeline.session import get_spark
-from pipeline.store import Store
-from pipeline.transforms import PARTITION_COLUMNS, Verification, archive_rows, verify
+from pipeline.store import Store, read_view_jdbc
+from pipeline.transforms import PARTITION_COLUMNS, Verification, archive_rows, checksum, verify
 
 CLAIMED, WRITTEN, DELETED = "claimed", "written", "deleted"
 
@@ -37,6 +37,9 @@ class ArchiveOptions:
     cutoff: datetime
     body_mode: str
     run_id: str | None
+    extract: str = "adbc"
+    """adbc: the view read on the driver into staged Parquet; jdbc: Spark's JDBC source."""
+    partitions: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,8 @@ class Run:
     cutoff_us: int
     body_mode: str
     status: str
+    verified: tuple[int, int] | None = None
+    """(rows, checksum) recorded when the run was verified (status `written`)."""
 
 
 def run_archive(store: Store, options: ArchiveOptions, progress: Progress) -> str:
@@ -53,19 +58,13 @@ def run_archive(store: Store, options: ArchiveOptions, progress: Progress) -> st
     progress.stage("claim", f"run {run.run_id}, cutoff {times.iso(run.cutoff_us)}, status {run.status}")
     if run.status == DELETED:
         return f"archive: run {run.run_id} is already complete; nothing to do"
-    _remove_stale_spark_staging(options.archive)
     staging = options.archive / "_staging" / run.run_id
-    where = f"location IN {_sql_list(ARCHIVED_LOCATIONS)} AND stored_time < ?"
-    extracted = store.export_to_parquet(where, [run.cutoff_us], staging / "export.parquet")
-    progress.stage("extract", f"{extracted} rows from the store")
     spark = get_spark("msmq-gateway archive")
-    rows = archive_rows(_read_staged(spark, staging / "export.parquet"), run.run_id, run.body_mode)
-    rows.repartition("queue", "dt").write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(
-        str(options.archive)
-    )
-    progress.stage("write", f"{extracted} rows to {options.archive}")
-    result = _verify(store, spark, options.archive, run, where, staging)
-    progress.stage("verify", _describe(result))
+    if run.status == WRITTEN:  # verified before a crash: check the archive is as it was, go on
+        result = _reverify(spark, run, options.archive)
+        progress.stage("reverify", _describe(result))
+    else:
+        result = _write_and_verify(store, spark, run, staging, options, progress)
     ids = read_run(spark, options.archive, run.run_id).select("lookup_id").toArrow()
     with store.transaction():
         store.execute("DELETE FROM archive_run_ids WHERE run_id = ?", [run.run_id])
@@ -74,10 +73,39 @@ def run_archive(store: Store, options: ArchiveOptions, progress: Progress) -> st
     progress.stage("stage-ids", f"{ids.num_rows} lookup IDs")
     deleted = _delete(store, run, progress)
     shutil.rmtree(staging, ignore_errors=True)
+    digest = result.checksum & 0xFFFFFFFFFFFFFFFF
     return (
         f"archive: run {run.run_id} complete: {result.archived} rows archived to {options.archive}, "
-        f"{deleted} deleted from the store, checksum {result.checksum:#x}, {progress.elapsed():.1f} s"
+        f"{deleted} deleted from the store, checksum {digest:#018x}, {progress.elapsed():.1f} s"
     )
+
+
+def _write_and_verify(
+    store: Store, spark: SparkSession, run: Run, staging: Path, options: ArchiveOptions, progress: Progress
+) -> Verification:
+    _remove_stale_spark_staging(options.archive)
+    where = f"location IN {_sql_list(ARCHIVED_LOCATIONS)} AND stored_time < {run.cutoff_us:d}"
+    selected, extracted = _extract(store, spark, where, staging / "export.parquet", options)
+    progress.stage("extract", f"{extracted} rows ({options.extract})")
+    rows = archive_rows(selected, run.run_id, run.body_mode)
+    rows.repartition("queue", "dt").write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(
+        str(options.archive)
+    )
+    progress.stage("write", f"to {options.archive}")
+    result = _verify(store, spark, run, where, staging, options)
+    progress.stage("verify", _describe(result))
+    return result
+
+
+def _reverify(spark: SparkSession, run: Run, archive: Path) -> Verification:
+    """The run's archive still holds exactly the rows verified against the store."""
+    rows, distinct_ids, total = checksum(read_run(spark, archive, run.run_id).drop("dt", "run_id"))
+    if run.verified != (rows, total) or rows != distinct_ids:
+        raise PipelineError(
+            f"run {run.run_id}: the archive changed since it was verified "
+            f"({rows} rows, checksum {total}; verified {run.verified}); nothing deleted"
+        )
+    return Verification(rows, distinct_ids, total, 0, 0)
 
 
 def read_run(spark: SparkSession, archive: Path, run_id: str) -> DataFrame:
@@ -89,14 +117,17 @@ def _claim(store: Store, options: ArchiveOptions) -> Run:
     """The run's ledger row; the first attempt freezes cutoff and body mode."""
     run_id = options.run_id or f"archive-{options.cutoff:%Y%m%dT%H%M%SZ}"
     found = store.execute(
-        "SELECT cutoff, body_mode, status, archive_path FROM archive_runs WHERE run_id = ?", [run_id]
+        "SELECT cutoff, body_mode, status, archive_path, row_count, checksum FROM archive_runs "
+        "WHERE run_id = ?",
+        [run_id],
     )
     if found:
-        cutoff_us, body_mode, status, path = found[0]
+        cutoff_us, body_mode, status, path, rows, total = found[0]
         if status != DELETED and Path(path) != options.archive:
             raise PipelineError(f"run {run_id} was started with archive {path}; finish it there")
         store.commit()
-        return Run(run_id, int(cutoff_us), str(body_mode), str(status))
+        verified = (int(rows), int(total)) if status == WRITTEN else None
+        return Run(run_id, int(cutoff_us), str(body_mode), str(status), verified)
     cutoff_us = times.to_us(options.cutoff)
     with store.transaction():
         store.execute(
@@ -107,17 +138,25 @@ def _claim(store: Store, options: ArchiveOptions) -> Run:
     return Run(run_id, cutoff_us, options.body_mode, CLAIMED)
 
 
-def _read_staged(spark: SparkSession, path: Path) -> DataFrame:
-    return typed(spark.read.schema(export_spark_schema()).parquet(str(path)))
+def _extract(
+    store: Store, spark: SparkSession, where: str, staged: Path, options: ArchiveOptions
+) -> tuple[DataFrame, int]:
+    """The selected rows of the export view, typed, and how many there are."""
+    if options.extract == "jdbc":
+        rows = read_view_jdbc(store, spark, where, options.partitions)
+        return rows, rows.count()
+    count = store.export_to_parquet(where, [], staged)
+    return typed(spark.read.schema(export_spark_schema()).parquet(str(staged))), count
 
 
 def _verify(
-    store: Store, spark: SparkSession, archive: Path, run: Run, where: str, staging: Path
+    store: Store, spark: SparkSession, run: Run, where: str, staging: Path, options: ArchiveOptions
 ) -> Verification:
     """Read the run back and compare it with the store's rows, read again; record `written`."""
-    store.export_to_parquet(where, [run.cutoff_us], staging / "verify.parquet")
-    again = archive_rows(_read_staged(spark, staging / "verify.parquet"), run.run_id, run.body_mode)
-    archived = read_run(spark, archive, run.run_id).drop("dt", "run_id")
+    again = archive_rows(
+        _extract(store, spark, where, staging / "verify.parquet", options)[0], run.run_id, run.body_mode
+    )
+    archived = read_run(spark, options.archive, run.run_id).drop("dt", "run_id")
     result = verify(archived, again.drop("dt", "run_id"))
     if not result.ok:
         raise PipelineError(f"run {run.run_id}: the archive does not match the store ({_describe(result)})")

@@ -85,6 +85,15 @@ def _archive_arguments(job: argparse.ArgumentParser) -> None:
         "--body", choices=("keep", "sha256"), default="keep", help="keep bodies or their SHA-256"
     )
     job.add_argument("--run-id", help="name of the run (default: from the cutoff; re-use it to resume)")
+    job.add_argument(
+        "--extract",
+        choices=("adbc", "jdbc"),
+        default="adbc",
+        help="adbc: read on the driver (default); jdbc: Spark's JDBC source, PostgreSQL, for clusters",
+    )
+    job.add_argument(
+        "--partitions", type=int, default=2, help="JDBC extract: lookup-ID ranges read in parallel"
+    )
     job.set_defaults(handler=_archive)
 
 
@@ -100,7 +109,11 @@ def _archive(store: Store, arguments: argparse.Namespace, progress: Progress) ->
     if cutoff > times.now():
         raise PipelineError(f"the cutoff {cutoff.isoformat()} is in the future")
     archive = writable_directory(arguments.archive)
-    options = ArchiveOptions(archive, cutoff, arguments.body, arguments.run_id)
+    if arguments.extract == "jdbc" and store.url.is_sqlite:
+        raise PipelineError("--extract jdbc reads PostgreSQL only; SQLite is local-mode only (use adbc)")
+    options = ArchiveOptions(
+        archive, cutoff, arguments.body, arguments.run_id, arguments.extract, max(1, arguments.partitions)
+    )
     return run_archive(store, options, progress)
 
 
@@ -136,6 +149,11 @@ def _redrive_arguments(job: argparse.ArgumentParser) -> None:
     job.add_argument("--to", help="send to this queue instead of each message's original queue")
     job.add_argument("--rate", type=float, default=0, help="messages per second at most (0: no limit)")
     job.add_argument("--chunk", type=int, default=1000, help="messages per transaction")
+    job.add_argument(
+        "--time-to-be-received",
+        type=int,
+        help="seconds, for the re-sent messages (default: each one's original)",
+    )
     job.set_defaults(handler=_redrive)
 
 
@@ -144,6 +162,8 @@ def _redrive(store: Store, arguments: argparse.Namespace, progress: Progress) ->
 
     if arguments.rate < 0 or arguments.chunk < 1:
         raise PipelineError("--rate must be 0 or more and --chunk 1 or more")
+    if arguments.time_to_be_received is not None and not 0 < arguments.time_to_be_received <= 0xFFFFFFFF:
+        raise PipelineError("--time-to-be-received must be 1 to 4294967295 seconds")
     options = RedriveOptions(
         archive=_existing_archive(arguments.archive),
         manifest=writable_directory(arguments.manifest),
@@ -157,6 +177,7 @@ def _redrive(store: Store, arguments: argparse.Namespace, progress: Progress) ->
         target=arguments.to,
         rate=arguments.rate,
         chunk=arguments.chunk,
+        time_to_be_received=arguments.time_to_be_received,
     )
     return run_redrive(store, options, progress)
 

@@ -49,6 +49,9 @@ class RedriveOptions:
     target: str | None
     rate: float
     chunk: int
+    time_to_be_received: int | None = None
+    """Seconds for the re-sent messages (default: each one's original); one that died of its
+    timer would die again as soon as it is re-sent."""
 
 
 def run_redrive(store: Store, options: RedriveOptions, progress: Progress) -> str:
@@ -156,6 +159,12 @@ def _execute(
         (fixed_target or targets[str(path)]).queue_id for path in rows["original_queue"].to_pylist()
     ]
     batch = uuid.uuid4().hex
+    if options.time_to_be_received is not None:
+        rows = rows.set_column(
+            rows.schema.get_field_index("ttbr_seconds"),
+            "ttbr_seconds",
+            pa.array([options.time_to_be_received] * rows.num_rows, pa.int64()),
+        )
     staged = pa.table(
         {
             "batch_id": pa.array([batch] * rows.num_rows, pa.string()),

@@ -24,8 +24,10 @@ STAGED_COLUMNS = (
     "label", "body", "body_type", "priority", "correlation_id", "app_specific",
     "delivery", "ttbr_seconds", "ttrq_seconds", "sent_time", "source_machine",
 )  # fmt: skip
-"""What a redriven message keeps of its dead letter (no acknowledgment or journal requests:
-a redrive must not start a second storm of acknowledgments)."""
+"""What a redriven message keeps of its dead letter. No acknowledgment requests (a redrive
+must not start a second storm of acknowledgments); it asks for MQMSG_DEADLETTER again, as
+every dead letter did, so one that dies again returns to the dead-letter queue."""
+MQMSG_DEADLETTER = 1
 MAX_PRIORITY = 7
 COUNTER_BITS = 56
 COUNTER_MASK = (1 << COUNTER_BITS) - 1
@@ -49,10 +51,10 @@ def resolve_targets(store: Store, paths: Sequence[str]) -> dict[str, Target]:
             "SELECT id, kind, journal_of, transactional FROM queues WHERE path_key = ?", [pathname.casefold()]
         )
         if not rows:
-            raise PipelineError(f"the redrive target {pathname!r} does not exist")
+            raise PipelineError(f"the redrive target '{pathname}' does not exist")
         queue_id, kind, journal_of, transactional = rows[0]
         if kind not in WRITABLE_KINDS or journal_of is not None:
-            raise PipelineError(f"the redrive target {pathname!r} does not take messages (a {kind} queue)")
+            raise PipelineError(f"the redrive target '{pathname}' does not take messages (a {kind} queue)")
         found[path] = Target(pathname, int(queue_id), bool(transactional))
     store.commit()
     return found
@@ -64,7 +66,7 @@ def require_queue(store: Store, path: str) -> str:
     found = store.execute("SELECT 1 FROM queues WHERE path_key = ?", [pathname.casefold()])
     store.commit()
     if not found:
-        raise PipelineError(f"unknown queue {pathname!r}")
+        raise PipelineError(f"unknown queue '{pathname}'")
     return pathname
 
 
@@ -156,7 +158,7 @@ def _insert_message(
         "message_id": ids[1], "correlation_id": row["correlation_id"], "label": row["label"],
         "body": row["body"], "body_size": len(row["body"]), "body_type": row["body_type"],
         "priority": row["priority"], "message_class": 0, "app_specific": row["app_specific"],
-        "extension": b"", "acknowledge": 0, "journal": 0, "delivery": row["delivery"],
+        "extension": b"", "acknowledge": 0, "journal": MQMSG_DEADLETTER, "delivery": row["delivery"],
         "ttbr_seconds": row["ttbr_seconds"], "ttrq_seconds": row["ttrq_seconds"], "sent_time": now,
         "arrived_time": now, "source_machine": guid, "ttbr_deadline": ttbr, "ttrq_deadline": ttrq,
         "first_in_xact": transactional, "last_in_xact": transactional, "abort_count": 0,

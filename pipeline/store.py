@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pyarrow as pa
@@ -22,6 +22,9 @@ import pyarrow.parquet as pq
 
 from pipeline.errors import PipelineError
 from pipeline.schemas import EXPORT_VIEW, NULLABLE_BYTES_OR_TEXT, export_arrow_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 DEFAULT_STORE_URL = "sqlite+aiosqlite:///./var/msmq-gateway.db"
 STORE_URL_VARIABLE = "MSMQGW_DATABASE_URL"
@@ -203,3 +206,30 @@ def _restore_nulls(table: pa.Table) -> pa.Table:
         restored = pc.if_else(nulls, pa.scalar(None, values.type), values)
         table = table.set_column(table.schema.get_field_index(name), name, restored).drop_columns([flag])
     return table
+
+
+def read_view_jdbc(store: Store, spark: SparkSession, where: str, partitions: int) -> DataFrame:
+    """The cluster extract: Spark's JDBC source on PostgreSQL, `partitions` lookup-ID ranges
+    read in parallel by the executors (the driver jar comes from `--jars` or `--packages`)."""
+    from pyspark.sql import functions as F
+
+    from pipeline.schemas import export_spark_schema, typed
+
+    bounds = store.execute(f"SELECT min(lookup_id), max(lookup_id) FROM {EXPORT_VIEW} WHERE {where}")
+    store.commit()
+    low, high = bounds[0] if bounds and bounds[0][0] is not None else (0, 0)
+    frame = (
+        spark.read.format("jdbc")
+        .option("url", store.url.jdbc_url)
+        .option("user", store.url.postgres_user)
+        .option("driver", "org.postgresql.Driver")
+        .option("dbtable", f"(SELECT * FROM {EXPORT_VIEW} WHERE {where}) AS export")
+        .option("partitionColumn", "lookup_id")
+        .option("lowerBound", int(low))
+        .option("upperBound", int(high) + 1)
+        .option("numPartitions", partitions)
+        .option("fetchsize", 10_000)
+        .load()
+    )
+    schema = export_spark_schema()
+    return typed(frame.select(*[F.col(field.name).cast(field.dataType) for field in schema.fields]))

@@ -100,13 +100,14 @@ def _redrive(database_url: str, archive: Path, manifest: Path, sql: Sql, history
     before = sql.value("SELECT message_count FROM queues WHERE path_key = 'private$\\orders'")
     assert main([*arguments, "--fail-after", "merge"]) == 3
     assert sql.value("SELECT count(*) FROM redrive_ledger") == 0
-    assert main([*arguments, "--chunk", "3"]) == 0
+    assert main([*arguments, "--chunk", "3", "--time-to-be-received", "3600"]) == 0
     per_queue = history.dead_letters // 2
     labels = sql.rows(
-        "SELECT m.label, m.message_class FROM messages m JOIN queues q ON q.id = m.queue_id "
+        "SELECT m.label, m.message_class, m.ttbr_seconds, m.journal FROM messages m JOIN queues q ON q.id = m.queue_id "
         "WHERE q.path_key = 'private$\\orders' AND m.label LIKE '%expiring%' ORDER BY m.label"
     )
-    assert labels == [(f"private$/orders expiring #{number}", 0) for number in range(per_queue)]
+    # new messages: class NORMAL, the new TTBR, MQMSG_DEADLETTER asked for again
+    assert labels == [(f"private$/orders expiring #{number}", 0, 3600, 1) for number in range(per_queue)]
     assert (
         sql.value("SELECT message_count FROM queues WHERE path_key = 'private$\\orders'")
         == before + per_queue
