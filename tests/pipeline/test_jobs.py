@@ -103,7 +103,8 @@ def _redrive(database_url: str, archive: Path, manifest: Path, sql: Sql, history
     assert main([*arguments, "--chunk", "3", "--time-to-be-received", "3600"]) == 0
     per_queue = history.dead_letters // 2
     labels = sql.rows(
-        "SELECT m.label, m.message_class, m.ttbr_seconds, m.journal FROM messages m JOIN queues q ON q.id = m.queue_id "
+        "SELECT m.label, m.message_class, m.ttbr_seconds, m.journal "
+        "FROM messages m JOIN queues q ON q.id = m.queue_id "
         "WHERE q.path_key = 'private$\\orders' AND m.label LIKE '%expiring%' ORDER BY m.label"
     )
     # new messages: class NORMAL, the new TTBR, MQMSG_DEADLETTER asked for again
