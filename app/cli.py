@@ -36,6 +36,9 @@ EXIT_FAILURE = 3
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit 0 on success, 1 when receive/peek found no message, 2 on an MQ error, 3 otherwise."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["pipeline"]:
+        return _pipeline(argv[1:])
     arguments = _parser().parse_args(argv)
     try:
         settings = load_settings()
@@ -51,6 +54,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, SQLAlchemyError) as error:
         print(f"msmq-gateway: cannot use {settings.display_database_url()}: {error}", file=sys.stderr)
         return EXIT_FAILURE
+
+
+def _pipeline(argv: list[str]) -> int:
+    """`msmq-gateway pipeline <job> ...`: the Spark jobs, imported only when asked for, so the
+    gateway itself runs without pyspark (the `pipeline` extra)."""
+    try:
+        from pipeline.cli import main as pipeline_main
+    except ModuleNotFoundError as error:
+        print(
+            f"msmq-gateway pipeline: {error.name} is not installed; "
+            "install the extra: pip install -e '.[pipeline]'",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    return pipeline_main(argv)
 
 
 def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
@@ -163,6 +181,9 @@ def _parser() -> argparse.ArgumentParser:
         description="MSMQ-compatible queue gateway. Settings come from MSMQGW_* environment variables.",
     )
     commands = parser.add_subparsers(required=True, metavar="command")
+    commands.add_parser(
+        "pipeline", help="archive, report, redrive: Spark jobs (msmq-gateway pipeline --help)", add_help=False
+    )
     serve = commands.add_parser("serve", help="migrate the database and serve the HTTP API")
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)

@@ -69,6 +69,8 @@ class Placement:
     sent_time: datetime
     source_machine: uuid.UUID
     destination_queue: str | None
+    original_arrived_time: datetime | None = None
+    """Copies: when the original arrived in its queue (for the pipeline's export view)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,4 +195,5 @@ class DisposalPolicy:
             message.sent_time,
             message.source_machine,
             departure.queue.pathname,
+            message.arrived_time,
         )

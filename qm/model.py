@@ -175,6 +175,10 @@ class NewMessage:
     """When set, the message is stored only if no message with this key arrived recently."""
     stream: StreamPosition | None = None
     """For an SRMP stream message: stored only if the stream accepts it (reference §4.2)."""
+    original_arrived_time: datetime | None = None
+    received_time: datetime | None = None
+    dead_lettered_time: datetime | None = None
+    """Journal and dead-letter copies: when the original arrived, was received, was dead-lettered."""
 
 
 @dataclass(frozen=True, slots=True)

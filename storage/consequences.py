@@ -111,7 +111,9 @@ def _refuses(placement: Placement, target: Target) -> bool:
 
 
 def _new_message(placement: Placement, queue_id: int, now: datetime) -> NewMessage:
-    """Copies and acknowledgments do not expire where the queue manager puts them."""
+    """Copies and acknowledgments do not expire where the queue manager puts them. A queue
+    journal copy is made by a receive, a dead-letter copy when the message died: `now`."""
+    kind = placement.kind
     return NewMessage(
         queue_id=queue_id,
         properties=placement.properties,
@@ -122,6 +124,9 @@ def _new_message(placement: Placement, queue_id: int, now: datetime) -> NewMessa
         ttbr_deadline=None,
         ttrq_deadline=None,
         destination_queue=placement.destination_queue,
+        original_arrived_time=placement.original_arrived_time,
+        received_time=now if kind is PlacementKind.JOURNAL else None,
+        dead_lettered_time=now if kind is PlacementKind.DEAD_LETTER else None,
     )
 
 

@@ -137,6 +137,9 @@ def message_values(message: NewMessage, lookup_id: int, message_id: str) -> dict
         "abort_count": 0,
         "destination_queue": message.destination_queue,
         "transactional": message.transactional,
+        "original_arrived_time": optional_us(message.original_arrived_time),
+        "received_time": optional_us(message.received_time),
+        "dead_lettered_time": optional_us(message.dead_lettered_time),
     }
 
 

@@ -95,6 +95,10 @@ messages = sa.Table(
     sa.Column("abort_count", sa.Integer, nullable=False),
     sa.Column("destination_queue", sa.Text, nullable=True),
     sa.Column("transactional", sa.Boolean, nullable=False, server_default=sa.false()),
+    # Facts kept on journal and dead-letter copies for the pipeline's export view (NULL: unknown).
+    sa.Column("original_arrived_time", sa.BigInteger, nullable=True),
+    sa.Column("received_time", sa.BigInteger, nullable=True),
+    sa.Column("dead_lettered_time", sa.BigInteger, nullable=True),
     # Queue order is (queue, priority DESC, arrival); the lookup ID's high byte is
     # 7 - priority, so (queue, state, lookup_id) serves that order exactly.
     sa.Index("ix_messages_receive_order", "queue_id", "state", "lookup_id"),
@@ -135,6 +139,65 @@ cursors = sa.Table(
     sa.Column("expires_at", sa.BigInteger, nullable=False),
     sa.Index("ix_cursors_expires_at", "expires_at"),
 )
+
+# The pipeline's ledgers (migration 0004). The pipeline writes them with plain SQL; the
+# gateway never reads them. The export view `message_export_v1` is created by that
+# migration too (views are not part of this metadata).
+
+archive_runs = sa.Table(
+    "archive_runs",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("cutoff", sa.BigInteger, nullable=False),
+    sa.Column("archive_path", sa.Text, nullable=False),
+    sa.Column("body_mode", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("row_count", sa.BigInteger, nullable=True),
+    sa.Column("checksum", sa.BigInteger, nullable=True),
+    sa.Column("started_at", sa.BigInteger, nullable=False),
+    sa.Column("finished_at", sa.BigInteger, nullable=True),
+)
+"""One row per archive run: claimed -> written -> deleted. A deleted run is never redone."""
+
+archive_run_ids = sa.Table(
+    "archive_run_ids",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("lookup_id", sa.BigInteger, primary_key=True, autoincrement=False),
+)
+"""Scratch: the lookup IDs read back from a run's archive, deleted from `messages` by ID."""
+
+redrive_staging = sa.Table(
+    "redrive_staging",
+    metadata,
+    sa.Column("batch_id", sa.String(64), nullable=False),
+    sa.Column("source_lookup_id", sa.BigInteger, nullable=False),
+    sa.Column("target_queue_id", sa.Integer, nullable=False),
+    sa.Column("label", sa.String(250), nullable=False),
+    sa.Column("body", sa.LargeBinary, nullable=False),
+    sa.Column("body_type", sa.Integer, nullable=False),
+    sa.Column("priority", sa.SmallInteger, nullable=False),
+    sa.Column("correlation_id", sa.LargeBinary(20), nullable=True),
+    sa.Column("app_specific", sa.BigInteger, nullable=False),
+    sa.Column("delivery", sa.SmallInteger, nullable=False),
+    sa.Column("ttbr_seconds", sa.BigInteger, nullable=False),
+    sa.Column("ttrq_seconds", sa.BigInteger, nullable=False),
+    sa.Column("sent_time", sa.BigInteger, nullable=False),
+    sa.Column("source_machine", sa.String(36), nullable=False),
+    sa.Index("ix_redrive_staging_batch_id", "batch_id"),
+)
+"""Dead letters chosen for redrive, waiting to be merged; no constraints, so retries are harmless."""
+
+redrive_ledger = sa.Table(
+    "redrive_ledger",
+    metadata,
+    sa.Column("source_lookup_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("batch_id", sa.String(64), nullable=False),
+    sa.Column("new_lookup_id", sa.BigInteger, nullable=False),
+    sa.Column("target_queue_id", sa.Integer, nullable=False),
+    sa.Column("redriven_at", sa.BigInteger, nullable=False),
+)
+"""Each dead letter redriven at most once: its lookup ID is the primary key."""
 
 srmp_streams = sa.Table(
     "srmp_streams",
