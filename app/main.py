@@ -12,8 +12,9 @@ from fastapi import APIRouter, FastAPI
 from app import errors, openapi
 from app.gateway import Gateway
 from app.housekeeping import background_tasks
-from app.routes import cursors, lookup, messages, queue_manager, queues, srmp, transactions
+from app.routes import cursors, lookup, messages, queue_manager, queues, srmp, transactions, triggers
 from app.settings import Settings, load_settings
+from app.trigger_actions import TriggerRuntime
 from qm.clock import Clock, SystemClock
 from qm.cursors import CursorService
 from qm.manager import QueueManager
@@ -42,9 +43,12 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         await manager.start()
         app.state.gateway = Gateway(settings, manager, QueueReader(manager), CursorService(manager))
         tasks = background_tasks(manager, settings.housekeeping_interval_s, settings.sweep_interval_s)
+        app.state.triggers = TriggerRuntime(manager, store, settings)
+        app.state.trigger_admin = app.state.triggers.admin
         try:
             yield
         finally:
+            await app.state.triggers.close()
             for task in tasks:
                 task.cancel()
             for task in tasks:
@@ -62,6 +66,8 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         queue_manager.router,
         transactions.router,
         cursors.router,
+        triggers.router,
+        triggers.rules_router,
         lookup.router,
         messages.router,
         queues.router,

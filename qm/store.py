@@ -22,6 +22,7 @@ from qm.model import (
     QueueSettings,
 )
 from qm.paths import QueuePath
+from qm.triggers.port import TriggerStore
 from qm.wakeups import WakeUps
 
 
@@ -120,7 +121,7 @@ class ReleaseReport:
     queue_ids: frozenset[int]
 
 
-class Store(Protocol):
+class Store(TriggerStore, Protocol):
     def attach(self, policy: DisposalPolicy, wakeups: WakeUps) -> None:
         """The rules for consequences, and whom to tell after a commit changed a queue."""
         ...

@@ -5,7 +5,8 @@ from __future__ import annotations
 from storage.message_store import MessageStore
 from storage.queue_store import QueueStore
 from storage.transaction_store import TransactionStore
+from storage.trigger_store import TriggerStore
 
 
-class SqlStore(QueueStore, MessageStore, TransactionStore):
+class SqlStore(QueueStore, MessageStore, TransactionStore, TriggerStore):
     """One database, one queue manager. Every public method is one transaction."""
