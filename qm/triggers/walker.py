@@ -13,7 +13,7 @@ from qm.disposal import Departure, DisposalPolicy, Placement, PlacementKind, Rea
 from qm.errors import MqError
 from qm.model import Message, Queue
 from qm.paths import SystemQueue, system_queue_path
-from qm.store import Seek
+from qm.store import Seek, Selector
 from qm.triggers.actions import ActionFailed, parameters
 from qm.triggers.conditions import holds_all
 from qm.triggers.model import Invocation, Outcome, ProcessingType, Rule, Trigger
@@ -38,6 +38,7 @@ class TriggerWalker:
         self._returned: asyncio.Queue[int] = asyncio.Queue()
         self._waiting_at_end = False
         self._cursor_id = ""
+        self._jumped = False
 
     async def run(self) -> None:
         queue = await self._qm.get_queue(self._trigger.queue)
@@ -55,24 +56,41 @@ class TriggerWalker:
     async def _walk(self, queue: Queue) -> None:
         positioned = False
         while True:
+            mark = await self._qm.store.counter_high_water()
             message = await self._next(positioned)
             if message is None:
                 continue
             positioned = True
-            if self._config.peek_once:
-                if message.lookup_id in self._done:
-                    continue
+            if not (self._config.peek_once and message.lookup_id in self._done):
                 self._remember(message.lookup_id)
-            await self._dispatch(queue, message)
+                await self._dispatch(queue, message)
+            await self._follow_arrivals(queue, message.lookup_id, mark)
+
+    async def _follow_arrivals(self, queue: Queue, position: int, mark: int) -> None:
+        """The seed: a higher-priority message that arrived while the trigger was busy is
+        processed next wherever it landed (a resting cursor alone would miss it)."""
+        arrivals = Selector(Seek.ARRIVED_AFTER, mark)
+        ahead = await self._qm.store.peek(queue.id, arrivals, self._qm.clock.now())
+        if ahead is not None and ahead.lookup_id < position:
+            await self._service.cursors.move_to(self._cursor_id, ahead.lookup_id)
+            self._jumped = True
 
     def _remember(self, lookup_id: int) -> None:
         """The cursor never goes back below where it stands, so older entries can go."""
+        if not self._config.peek_once:
+            return
         self._done.add(lookup_id)
         if len(self._done) > PEEK_ONCE_PRUNE_AT:
             self._done = {seen for seen in self._done if seen >= lookup_id}
 
     async def _next(self, positioned: bool) -> Message | None:
         cursors, wait_ms = self._service.cursors, self._config.wait_ms
+        if self._jumped:
+            self._jumped = False
+            try:
+                return await cursors.peek_current(self._cursor_id, 0)
+            except MqError:
+                pass  # taken meanwhile: go on from there
         read = cursors.peek_next if positioned else cursors.peek_current
         if not self._loops_on_aborts():
             return await read(self._cursor_id, wait_ms)
