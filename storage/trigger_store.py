@@ -54,7 +54,9 @@ class TriggerStore(StoreBase):
         values = _trigger_values(trigger, now)
         async with self._transaction() as connection:
             if create:
-                await connection.execute(sa.insert(triggers).values({**values, "created_at": rows.to_us(now)}))
+                await connection.execute(
+                    sa.insert(triggers).values({**values, "created_at": rows.to_us(now)})
+                )
             else:
                 await connection.execute(sa.update(triggers).where(tr.id == trigger.id).values(values))
                 await connection.execute(sa.delete(trigger_attachments).where(at.trigger_id == trigger.id))
@@ -97,7 +99,9 @@ class TriggerStore(StoreBase):
         values = _rule_values(rule, now)
         async with self._transaction() as connection:
             if create:
-                await connection.execute(sa.insert(trigger_rules).values({**values, "created_at": rows.to_us(now)}))
+                await connection.execute(
+                    sa.insert(trigger_rules).values({**values, "created_at": rows.to_us(now)})
+                )
             else:
                 await connection.execute(sa.update(trigger_rules).where(ru.id == rule.id).values(values))
 

@@ -12,7 +12,7 @@ import pytest
 
 from app.trigger_actions import HttpAndCommandRunner
 from qm.manager import QueueManager
-from qm.model import MessageClass, MessageProperties, QueueSettings
+from qm.model import MessageProperties, QueueSettings
 from qm.paths import SystemQueue, system_queue_path
 from qm.reading import QueueReader
 from qm.triggers.actions import AllowList
@@ -186,7 +186,7 @@ async def test_transactional_retrieval_loop_ends_at_the_attempt_limit_in_the_dea
         dead = await reader.peek(system_queue_path(SystemQueue.DEADXACT).url_path, WAIT_MS)
         assert dead is not None
         assert dead.properties.body == b"bad"
-        assert dead.properties.message_class == MessageClass.NACK_RECEIVE_REJECTED == 0xC004
+        assert dead.properties.message_class == 0xC004  # MessageClass.NACK_RECEIVE_REJECTED
         assert dead.destination_queue == "private$\\MyQueue"
         assert await remaining(reader) == []
         log = await manager.store.list_invocations(trigger.id, 0, 10)
@@ -219,7 +219,7 @@ async def test_one_process_runs_a_trigger_until_it_lets_go(manager: QueueManager
         one, two = r.service("one"), r.service("two")
         await one.refresh()
         await two.refresh()
-        assert (one.running, two.running) == ({trigger.id}, frozenset())
+        assert (one.running, two.running) == (frozenset({trigger.id}), frozenset[str]())
         await one.close()
         await two.refresh()
         assert two.running == {trigger.id}
