@@ -25,11 +25,16 @@ class Hit:
 
 
 class WebhookServer:
-    """`status_for(hit)` decides each answer (default 200); `hold` keeps answers back."""
+    """`status_for(hit)` decides each answer (default 200); `hold` keeps answers back;
+    a hit for which `hangs(hit)` is true is never answered."""
 
-    def __init__(self, status_for: Callable[[Hit], int] | None = None) -> None:
+    def __init__(
+        self, status_for: Callable[[Hit], int] | None = None, hangs: Callable[[Hit], bool] | None = None
+    ) -> None:
         self.hits: list[Hit] = []
         self.status_for = status_for or (lambda _hit: 200)
+        self.hangs = hangs or (lambda _hit: False)
+        self._never = asyncio.Event()
         self.hold = asyncio.Event()
         self.hold.set()
         self._changed = asyncio.Condition()
@@ -48,6 +53,7 @@ class WebhookServer:
     async def __aexit__(self, *_exc: object) -> None:
         assert self._server is not None
         self.hold.set()
+        self._never.set()
         self._server.close()
         await self._server.wait_closed()
 
@@ -72,6 +78,8 @@ class WebhookServer:
                 self.hits.append(hit)
                 self._changed.notify_all()
             await self.hold.wait()
+            if self.hangs(hit):
+                await self._never.wait()
             status = self.status_for(hit)
             writer.write(f"HTTP/1.1 {status} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode())
             await writer.drain()

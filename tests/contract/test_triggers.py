@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from app.trigger_actions import HttpAndCommandRunner
+from qm.clock import SettableClock
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueSettings
 from qm.paths import SystemQueue, system_queue_path
@@ -57,10 +58,13 @@ class Rig:
 
 @asynccontextmanager
 async def rig(
-    manager: QueueManager, status_for: Callable[[Hit], int] | None = None, **config: object
+    manager: QueueManager,
+    status_for: Callable[[Hit], int] | None = None,
+    hangs: Callable[[Hit], bool] | None = None,
+    **config: object,
 ) -> AsyncIterator[Rig]:
     settings = TriggerConfig(**{"action_retries": 0, "retry_backoff_s": 0.01, "wait_ms": WAIT_MS, **config})  # type: ignore[arg-type]
-    async with WebhookServer(status_for) as server:
+    async with WebhookServer(status_for, hangs) as server:
         allow = AllowList(url_prefixes=(server.url,))
         runner = HttpAndCommandRunner(allow)
         built = Rig(manager, server, TriggerAdmin(manager, manager.store, allow), runner, settings)
@@ -240,3 +244,39 @@ async def test_serialized_trigger_acts_in_queue_order_non_serialized_concurrentl
         assert sorted(bodies(hits)) == ["1", "2", "3"]
         r.server.hold.set()
         await r.server.until(4)
+
+
+def hangs_on(text: str) -> Callable[[Hit], bool]:
+    return lambda hit: bool(hit.json()["msg_body_as_string"] == text)
+
+
+async def test_a_hanging_webhook_times_out_and_never_blocks_sends(manager: QueueManager) -> None:
+    await new_queue(manager, QUEUE)
+    async with rig(manager, hangs=hangs_on("hang"), action_timeout_s=0.3) as r:
+        trigger = await r.trigger()
+        await send(manager, ["hang"])
+        await r.service().refresh()
+        await r.server.until(1)
+        await send(manager, ["ok"])  # while the action hangs
+        await r.server.until(2)  # serialized: the hang's entry is logged before "ok" is acted on
+        [entry, *_rest] = await manager.store.list_invocations(trigger.id, 0, 10)
+        assert (entry.outcome, entry.error) == (Outcome.FAILURE, "no answer within 0.3 s")
+
+
+async def test_a_crash_during_a_retrieval_action_leaves_the_message_to_come_back(
+    manager: QueueManager, reader: QueueReader, clock: SettableClock
+) -> None:
+    """The trigger holds a two-phase lock while acting; the process dies (its walker is
+    cancelled mid-action): the lock expires and the message is available again."""
+    await new_queue(manager, QUEUE)
+    async with rig(manager, hangs=hangs_on("m")) as r:
+        await r.trigger(ProcessingType.RETRIEVAL)
+        await send(manager, ["m"])
+        service = r.service()
+        await service.refresh()
+        await r.server.until(1)
+        await service.close()
+        assert await remaining(reader) == []  # locked, not lost
+        clock.advance(r.config.action_budget_s(1) + 10)
+        await manager.release_expired()
+        assert await remaining(reader) == ["m"]
