@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from app.settings import Settings
-from tests.integration.support import MAX_BODY_BYTES, MAX_WAIT_MS, assert_problem
+from tests.integration.support import assert_problem
 from tests.webhook_server import WebhookServer
 
 pytestmark = pytest.mark.anyio
@@ -26,18 +26,16 @@ async def server() -> AsyncIterator[WebhookServer]:
 
 
 @pytest.fixture
-def settings(database_url: str, server: WebhookServer) -> Settings:
-    return Settings(
-        database_url=database_url,
-        max_body_bytes=MAX_BODY_BYTES,
-        max_wait_ms=MAX_WAIT_MS,
-        housekeeping_interval_s=3600,
-        sweep_interval_s=3600,
-        trigger_allowed_urls=f"{server.url}/hooks/",
-        trigger_commands_enabled=True,
-        trigger_allowed_commands=sys.executable,
-        trigger_refresh_interval_s=0.05,
-        trigger_action_retries=0,
+def settings(settings: Settings, server: WebhookServer) -> Settings:
+    """The integration settings (conftest.py), with the webhook server allowed."""
+    return settings.model_copy(
+        update={
+            "trigger_allowed_urls": f"{server.url}/hooks/",
+            "trigger_commands_enabled": True,
+            "trigger_allowed_commands": sys.executable,
+            "trigger_refresh_interval_s": 0.05,
+            "trigger_action_retries": 0,
+        }
     )
 
 
