@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-
-import httpx
+from typing import TYPE_CHECKING
 
 from app.housekeeping import supervise
 from app.settings import Settings
@@ -17,6 +16,9 @@ from qm.triggers.admin import TriggerAdmin
 from qm.triggers.model import Action, ActionKind
 from qm.triggers.service import TriggerService
 
+if TYPE_CHECKING:
+    import httpx
+
 STDERR_TAIL = 300
 
 
@@ -26,10 +28,19 @@ class HttpAndCommandRunner:
 
     def __init__(self, allow_list: AllowList) -> None:
         self._allow_list = allow_list
-        self._client = httpx.AsyncClient(follow_redirects=False, timeout=None)
+        self._client: httpx.AsyncClient | None = None
 
     async def close(self) -> None:
-        await self._client.aclose()
+        if self._client is not None:
+            await self._client.aclose()
+
+    def _http(self) -> httpx.AsyncClient:
+        """Made at the first webhook: importing httpx would slow every start-up."""
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(follow_redirects=False, timeout=None)
+        return self._client
 
     async def run(self, action: Action, parameters: Parameters) -> None:
         try:
@@ -50,8 +61,10 @@ class HttpAndCommandRunner:
         headers = {name: render(value, parameters) for name, value in action.headers}
         if action.body_template is None:
             headers.setdefault("Content-Type", "application/json")
+        import httpx
+
         try:
-            response = await self._client.request(
+            response = await self._http().request(
                 action.method, render(action.url, parameters), headers=headers, content=body.encode()
             )
         except httpx.HTTPError as error:
