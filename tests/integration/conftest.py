@@ -26,6 +26,8 @@ def settings(database_url: str) -> Settings:
         sweep_interval_s=3600,
         # A waiting receive must be woken by the send itself, not found by a poll.
         wake_poll_interval_s=3600,
+        # No background reads either (test_triggers_api.py turns the service on).
+        triggers_enabled=False,
     )
 
 

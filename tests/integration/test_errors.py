@@ -23,7 +23,12 @@ IDS = {
     "{cursor_id}": "no-such-cursor",
     "{tag}": "72057594037927937-0000",
     "{transaction_id}": "no-such-transaction",
+    "{trigger}": "NoSuchTrigger",
+    "{rule}": "NoSuchRule",
 }
+
+_RULE: dict[str, Any] = {"json": {"name": "R", "action": {"url": "http://127.0.0.1/"}}}
+_TRIGGER: dict[str, Any] = {"json": {"name": "T", "queue": "private$/missing"}}
 
 # (method, OpenAPI path) -> (request extras, expected status, expected MQ_ERROR) for one failing call.
 FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
@@ -78,6 +83,20 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("GET", "/api/queue-manager"): ({}, 0, ""),  # no error path
     ("PATCH", "/api/queue-manager"): ({"json": {"quota_kb": -1}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
     ("GET", "/healthz"): ({}, 0, ""),  # no error path while the store is up
+    ("GET", "/api/rules"): ({}, 0, ""),  # no error path: listing always works
+    ("POST", "/api/rules"): (_RULE, 400, "MQ_ERROR_INVALID_PARAMETER"),  # outside the (empty) allow-list
+    ("GET", "/api/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("PUT", "/api/rules/{rule}"): (_RULE, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("DELETE", "/api/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/triggers"): ({}, 0, ""),  # no error path: listing always works
+    ("POST", "/api/triggers"): (_TRIGGER, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("GET", "/api/triggers/{trigger}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("PUT", "/api/triggers/{trigger}"): (_TRIGGER, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("DELETE", "/api/triggers/{trigger}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("PUT", "/api/triggers/{trigger}/rules"): ({"json": {"rules": []}}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("POST", "/api/triggers/{trigger}/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("DELETE", "/api/triggers/{trigger}/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/triggers/{trigger}/invocations"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     # SRMP answers carry only a status, never a body (reference §2): tested in tests/compat.
     ("POST", "/msmq/{path}"): ({}, 0, ""),
 }

@@ -30,6 +30,7 @@ def settings(settings: Settings, server: WebhookServer) -> Settings:
     """The integration settings (conftest.py), with the webhook server allowed."""
     return settings.model_copy(
         update={
+            "triggers_enabled": True,
             "trigger_allowed_urls": f"{server.url}/hooks/",
             "trigger_commands_enabled": True,
             "trigger_allowed_commands": sys.executable,
