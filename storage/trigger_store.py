@@ -177,7 +177,12 @@ class TriggerStore(StoreBase):
     # -- the attempt limit ------------------------------------------------------------
 
     async def reject_message(
-        self, queue_id: int, lookup_id: int, placements: Sequence[Placement], now: datetime
+        self,
+        queue_id: int,
+        lookup_id: int,
+        placements: Sequence[Placement],
+        now: datetime,
+        invocation: Invocation,
     ) -> bool:
         async with self._transaction() as connection:
             statement = (
@@ -191,6 +196,7 @@ class TriggerStore(StoreBase):
             consequences = Consequences(self, connection, now)
             await consequences.removed([row], None)
             await consequences.place(placements)
+            await connection.execute(sa.insert(trigger_invocations).values(_invocation_values(invocation)))
         return True
 
 

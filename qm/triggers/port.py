@@ -52,8 +52,13 @@ class TriggerStore(Protocol):
     async def release_trigger_lease(self, trigger_id: str, holder: str) -> None: ...
 
     async def reject_message(
-        self, queue_id: int, lookup_id: int, placements: Sequence[Placement], now: datetime
+        self,
+        queue_id: int,
+        lookup_id: int,
+        placements: Sequence[Placement],
+        now: datetime,
+        invocation: Invocation,
     ) -> bool:
-        """Remove an available message and place its dead-letter copy (and NACK) in one
-        transaction; False when it is no longer available."""
+        """Remove an available message, place its dead-letter copy (and NACK) and log the
+        invocation entry in one transaction; False (nothing done) when it is no longer available."""
         ...

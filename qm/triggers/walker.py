@@ -47,9 +47,9 @@ class TriggerWalker:
         try:
             await self._walk(queue)
         finally:
-            for task in self._tasks:
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            # Let actions in flight finish (bounded by the action budget): a task cancelled
+            # inside a database write can leave its connection, and SQLite's write lock, held.
+            await asyncio.shield(asyncio.gather(*self._tasks, return_exceptions=True))
             with contextlib.suppress(Exception):
                 await self._service.cursors.close(cursor.id)
 
@@ -64,6 +64,8 @@ class TriggerWalker:
             if not (self._config.peek_once and message.lookup_id in self._done):
                 self._remember(message.lookup_id)
                 await self._dispatch(queue, message)
+                # From here the walker only looks further: an abort now meets it at the end.
+                self._waiting_at_end = self._loops_on_aborts()
             await self._follow_arrivals(queue, message.lookup_id, mark)
 
     async def _follow_arrivals(self, queue: Queue, position: int, mark: int) -> None:
@@ -209,10 +211,9 @@ class TriggerWalker:
         """The attempt limit: to the dead-letter queue with class NACK_RECEIVE_REJECTED."""
         now = self._qm.clock.now()
         placements = rejection(self._qm.policy, queue, message, now)
-        if not await self._service.store.reject_message(queue.id, message.lookup_id, placements, now):
-            return  # taken meanwhile
         error = f"moved to the dead-letter queue after {message.abort_count + 1} failed attempts"
-        await self._log(None, message, Outcome.DEAD_LETTERED, 0.0, 0, error)
+        entry = self._entry(None, message, Outcome.DEAD_LETTERED, 0.0, 0, error)
+        await self._service.store.reject_message(queue.id, message.lookup_id, placements, now, entry)
 
     async def _invoke(self, rule: Rule, message: Message) -> bool:
         """Run the rule's action with retries and backoff; log one invocation entry."""
@@ -248,7 +249,19 @@ class TriggerWalker:
         attempts: int,
         error: str | None,
     ) -> None:
-        entry = Invocation(
+        entry = self._entry(rule, message, outcome, duration_ms, attempts, error)
+        await self._service.store.add_invocation(entry)
+
+    def _entry(
+        self,
+        rule: Rule | None,
+        message: Message,
+        outcome: Outcome,
+        duration_ms: float,
+        attempts: int,
+        error: str | None,
+    ) -> Invocation:
+        return Invocation(
             trigger_id=self._trigger.id,
             rule_id="" if rule is None else rule.id,
             rule_name="" if rule is None else rule.name,
@@ -260,7 +273,6 @@ class TriggerWalker:
             attempts=attempts,
             error=error,
         )
-        await self._service.store.add_invocation(entry)
 
 
 def rejection(policy: DisposalPolicy, queue: Queue, message: Message, now: datetime) -> list[Placement]:

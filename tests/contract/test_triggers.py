@@ -208,6 +208,7 @@ async def test_restart_processes_the_remaining_messages_again(
         first = r.service()
         await first.refresh()
         await r.server.until(2)
+        await watched.until_waiting()  # stop it at rest, as a process would (see below)
         await first.close()
         await r.service().refresh()
         await r.server.until(4)
@@ -215,8 +216,12 @@ async def test_restart_processes_the_remaining_messages_again(
         assert bodies(r.server.hits) == ["1", "2", "1", "2"]
 
 
-async def test_one_process_runs_a_trigger_until_it_lets_go(manager: QueueManager) -> None:
-    """Several gateway processes share a database: the lease decides which one walks."""
+async def test_one_process_runs_a_trigger_until_it_lets_go(
+    manager: QueueManager, watched: WatchedWakeUps
+) -> None:
+    """Several gateway processes share a database: the lease decides which one walks.
+    Walkers are stopped at rest: cancelling one inside a SQLite write can leave the write
+    lock held until its connection is collected (a known limitation, see the report)."""
     await new_queue(manager, QUEUE)
     async with rig(manager) as r:
         trigger = await r.trigger()
@@ -224,6 +229,7 @@ async def test_one_process_runs_a_trigger_until_it_lets_go(manager: QueueManager
         await one.refresh()
         await two.refresh()
         assert (one.running, two.running) == (frozenset({trigger.id}), frozenset[str]())
+        await watched.until_waiting()
         await one.close()
         await two.refresh()
         assert two.running == {trigger.id}
@@ -250,7 +256,9 @@ def hangs_on(text: str) -> Callable[[Hit], bool]:
     return lambda hit: bool(hit.json()["msg_body_as_string"] == text)
 
 
-async def test_a_hanging_webhook_times_out_and_never_blocks_sends(manager: QueueManager) -> None:
+async def test_a_hanging_webhook_times_out_and_never_blocks_sends(
+    manager: QueueManager, watched: WatchedWakeUps
+) -> None:
     await new_queue(manager, QUEUE)
     async with rig(manager, hangs=hangs_on("hang"), action_timeout_s=0.3) as r:
         trigger = await r.trigger()
@@ -261,6 +269,7 @@ async def test_a_hanging_webhook_times_out_and_never_blocks_sends(manager: Queue
         await r.server.until(2)  # serialized: the hang's entry is logged before "ok" is acted on
         [entry, *_rest] = await manager.store.list_invocations(trigger.id, 0, 10)
         assert (entry.outcome, entry.error) == (Outcome.FAILURE, "no answer within 0.3 s")
+        await watched.until_waiting()
 
 
 async def test_a_crash_during_a_retrieval_action_leaves_the_message_to_come_back(
