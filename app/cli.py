@@ -17,10 +17,13 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.schemas import MessageIn, MessageOut, QueueCreate, QueueOut
 from app.settings import Settings, load_settings
+from app.trigger_schemas import InvocationOut, RuleOut, TriggerOut
 from qm.clock import SystemClock
 from qm.errors import MqError
 from qm.manager import QueueManager
 from qm.reading import QueueReader
+from qm.triggers.actions import AllowList
+from qm.triggers.admin import TriggerAdmin
 from storage.engine import make_engine
 from storage.migrate import upgrade
 from storage.store import SqlStore
@@ -200,6 +203,7 @@ def _parser() -> argparse.ArgumentParser:
         commands.add_parser("queue", help="manage queues").add_subparsers(required=True, metavar="action")
     )
     _message_commands(commands)
+    _trigger_commands(commands)
     return parser
 
 
@@ -234,6 +238,36 @@ def _message_commands(commands: Any) -> None:
         action.add_argument("path")
         action.add_argument("--timeout-ms", type=int, default=0)
         action.set_defaults(handler=_on_store(command), expect_message=True)
+
+
+async def _trigger_list(manager: QueueManager, _reader: QueueReader, _arguments: argparse.Namespace) -> Any:
+    admin = TriggerAdmin(manager, manager.store, AllowList())
+    names = {rule.id: rule.name for rule in await admin.rules()}
+    return [TriggerOut.of(trigger, names).model_dump(mode="json") for trigger in await admin.triggers()]
+
+
+async def _rule_list(manager: QueueManager, _reader: QueueReader, _arguments: argparse.Namespace) -> Any:
+    return [RuleOut.of(rule).model_dump(mode="json") for rule in await manager.store.list_rules()]
+
+
+async def _trigger_log(manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace) -> Any:
+    admin = TriggerAdmin(manager, manager.store, AllowList())
+    entries = await admin.invocations(arguments.trigger, arguments.after, arguments.limit)
+    return [InvocationOut.of(entry).model_dump(mode="json") for entry in entries]
+
+
+def _trigger_commands(commands: Any) -> None:
+    """Read-only views; triggers and rules are defined over REST (/api/triggers, /api/rules)."""
+    trigger = commands.add_parser("trigger", help="show triggers and their invocation logs")
+    actions = trigger.add_subparsers(required=True, metavar="action")
+    actions.add_parser("list", help="list triggers").set_defaults(handler=_on_store(_trigger_list))
+    log = actions.add_parser("log", help="a trigger's invocation log")
+    log.add_argument("trigger", help="ID or name")
+    log.add_argument("--after", type=int, default=0)
+    log.add_argument("--limit", type=int, default=100)
+    log.set_defaults(handler=_on_store(_trigger_log))
+    rule = commands.add_parser("rule", help="show rules").add_subparsers(required=True, metavar="action")
+    rule.add_parser("list", help="list rules").set_defaults(handler=_on_store(_rule_list))
 
 
 if __name__ == "__main__":

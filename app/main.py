@@ -25,8 +25,10 @@ from app.routes import (
     soap_api,
     srmp,
     transactions,
+    triggers,
 )
 from app.settings import Settings, load_settings
+from app.trigger_actions import TriggerRuntime
 from qm.clock import Clock, SystemClock
 from qm.cursors import CursorService
 from qm.manager import QueueManager
@@ -67,9 +69,12 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         for name, one_pass in senders:
             supervised = supervise_on_demand(name, one_pass, interval_s, manager.outbound_work)
             tasks.append(asyncio.create_task(supervised))
+        app.state.triggers = TriggerRuntime(manager, store, settings)
+        app.state.trigger_admin = app.state.triggers.admin
         try:
             yield
         finally:
+            await app.state.triggers.close()
             for task in tasks:
                 task.cancel()
             for task in tasks:
@@ -88,6 +93,8 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         queue_manager.router,
         transactions.router,
         cursors.router,
+        triggers.router,
+        triggers.rules_router,
         lookup.router,
         messages.router,
         queues.router,

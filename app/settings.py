@@ -13,6 +13,8 @@ from sqlalchemy.engine import make_url
 
 from qm.config import DEFAULT_MAX_BODY_BYTES, ManagerConfig, TransactionTtbr
 from qm.model import INFINITE
+from qm.triggers.actions import AllowList
+from qm.triggers.model import TriggerConfig
 from soap.times import LayoutMismatch, TimerMapping
 from storage.group_commit import GroupCommitConfig
 
@@ -113,6 +115,31 @@ class Settings(BaseSettings):
             relaxed_express=self.express_commit == "relaxed",
         )
 
+    triggers_enabled: bool = Field(True, description="Run the Message Queuing Triggers service")
+    trigger_allowed_urls: str = Field(
+        "", description="Comma-separated URL prefixes webhook actions may call (empty: none)"
+    )
+    trigger_commands_enabled: bool = Field(False, description="Allow command actions (run without a shell)")
+    trigger_allowed_commands: str = Field(
+        "", description="Comma-separated absolute paths of executables command actions may run"
+    )
+    trigger_action_timeout_s: float = Field(10.0, gt=0, description="One attempt of one trigger action")
+    trigger_action_retries: int = Field(2, ge=0, le=10, description="Retries of a failed action")
+    trigger_retry_backoff_s: float = Field(0.5, ge=0, description="First retry delay; doubles each time")
+    trigger_concurrency: int = Field(4, ge=1, description="Actions a non-serialized trigger runs at once")
+    trigger_attempt_limit: int = Field(
+        5, ge=0, description="Transactional retrieval: failed attempts before dead-lettering (0: never)"
+    )
+    trigger_peek_once: bool = Field(
+        False, description="Process each message once per walk (no double activation after a priority jump)"
+    )
+    trigger_refresh_interval_s: float = Field(
+        1.0, gt=0, description="How soon trigger changes are applied and leases renewed"
+    )
+    trigger_lease_s: float = Field(
+        15.0, gt=0, description="A trigger held by a process that stopped renewing moves after this"
+    )
+
     def display_database_url(self) -> str:
         """The database URL with any password masked, for logs and messages."""
         return make_url(self.database_url).render_as_string(hide_password=True)
@@ -148,6 +175,29 @@ class Settings(BaseSettings):
 
     def outbound_hosts(self) -> list[str]:
         return [name.strip() for name in self.srmp_outbound_hosts.split(",") if name.strip()]
+
+    def trigger_config(self) -> TriggerConfig:
+        return TriggerConfig(
+            action_timeout_s=self.trigger_action_timeout_s,
+            action_retries=self.trigger_action_retries,
+            retry_backoff_s=self.trigger_retry_backoff_s,
+            concurrency=self.trigger_concurrency,
+            attempt_limit=self.trigger_attempt_limit,
+            peek_once=self.trigger_peek_once,
+            lease_s=self.trigger_lease_s,
+            wait_ms=int(self.cursor_idle_timeout_s * 500),
+        )
+
+    def trigger_allow_list(self) -> AllowList:
+        return AllowList(
+            url_prefixes=_items(self.trigger_allowed_urls),
+            commands=_items(self.trigger_allowed_commands),
+            commands_enabled=self.trigger_commands_enabled,
+        )
+
+
+def _items(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
 
 
 ENVIRONMENT_PREFIX = "MSMQGW_"

@@ -59,6 +59,12 @@ class CursorService:
             )
         return await self._advance(cursor, queue, timeout_ms, Selector(Seek.NEXT, cursor.position))
 
+    async def move_to(self, cursor_id: str, lookup_id: int) -> None:
+        """Rest the cursor on a message found another way: the trigger service follows a
+        higher-priority arrival it met while busy, as a cursor waiting at the end would."""
+        cursor, _queue = await self._open_cursor(cursor_id)
+        await self._save(dataclasses.replace(cursor, place=CursorPlace.ON_MESSAGE, position=lookup_id))
+
     async def receive_current(
         self, cursor_id: str, timeout_ms: int, transaction: str | None = None
     ) -> Message | None:

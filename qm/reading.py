@@ -64,6 +64,18 @@ class QueueReader:
             return None
         return message, f"{message.lookup_id}{LOCK_TAG_SEPARATOR}{token}"
 
+    async def lock_by_lookup_id(
+        self, path_text: str, lookup_id: int, lock_timeout_s: float
+    ) -> tuple[Message, str] | None:
+        """Dequeue Message Begin on one message by lookup ID, without waiting; None when it
+        is not available (received, locked, or gone)."""
+        queue = await self._qm.get_queue(path_text)
+        claim, token = self._qm._lock_claim(lock_timeout_s)
+        message = await self._once(queue, Selector(Seek.CURRENT, lookup_id), claim)
+        if message is None:
+            return None
+        return message, f"{message.lookup_id}{LOCK_TAG_SEPARATOR}{token}"
+
     async def end_lock(self, tag: str, commit: bool) -> None:
         """Dequeue Message End (reference §7.9)."""
         lookup_id, token = _parse_lock_tag(tag)

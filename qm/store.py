@@ -24,6 +24,7 @@ from qm.model import (
 from qm.outbound import OutgoingQueue, OutgoingStreamPosition
 from qm.paths import QueuePath
 from qm.streams import StreamReceiptDue
+from qm.triggers.port import TriggerStore
 from qm.wakeups import WakeUps
 
 
@@ -122,7 +123,7 @@ class ReleaseReport:
     queue_ids: frozenset[int]
 
 
-class Store(Protocol):
+class Store(TriggerStore, Protocol):
     def attach(self, policy: DisposalPolicy, wakeups: WakeUps) -> None:
         """The rules for consequences, and whom to tell after a commit changed a queue."""
         ...

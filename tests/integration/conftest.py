@@ -28,6 +28,8 @@ def settings(database_url: str) -> Settings:
         wake_poll_interval_s=3600,
         # No background SRMP sending: the tests that need it run real gateway processes.
         srmp_send_interval_s=3600,
+        # No background reads either (test_triggers_api.py turns the service on).
+        triggers_enabled=False,
     )
 
 

@@ -25,7 +25,12 @@ IDS = {
     "{tag}": "72057594037927937-0000",
     "{transaction_id}": "no-such-transaction",
     "{queue_id}": "999999",
+    "{trigger}": "NoSuchTrigger",
+    "{rule}": "NoSuchRule",
 }
+
+_RULE: dict[str, Any] = {"json": {"name": "R", "action": {"url": "http://127.0.0.1/"}}}
+_TRIGGER: dict[str, Any] = {"json": {"name": "T", "queue": "private$/missing"}}
 
 # (method, OpenAPI path) -> (request extras, expected status, expected MQ_ERROR) for one failing call.
 FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
@@ -86,6 +91,20 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("POST", "/api/outgoing-queues/{queue_id}/resume"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("POST", "/api/outgoing-queues/{queue_id}/purge"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("GET", "/api/srmp/statistics"): ({}, 0, ""),  # no error path: counters of this process
+    ("GET", "/api/rules"): ({}, 0, ""),  # no error path: listing always works
+    ("POST", "/api/rules"): (_RULE, 400, "MQ_ERROR_INVALID_PARAMETER"),  # outside the (empty) allow-list
+    ("GET", "/api/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("PUT", "/api/rules/{rule}"): (_RULE, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("DELETE", "/api/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/triggers"): ({}, 0, ""),  # no error path: listing always works
+    ("POST", "/api/triggers"): (_TRIGGER, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("GET", "/api/triggers/{trigger}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("PUT", "/api/triggers/{trigger}"): (_TRIGGER, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("DELETE", "/api/triggers/{trigger}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("PUT", "/api/triggers/{trigger}/rules"): ({"json": {"rules": []}}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("POST", "/api/triggers/{trigger}/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("DELETE", "/api/triggers/{trigger}/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/triggers/{trigger}/invocations"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     # SRMP answers carry only a status, never a body (reference §2): tested in tests/compat.
     ("POST", "/msmq/{path}"): ({}, 0, ""),
     # The SOAP API answers SOAP faults, not problem+json: tested in tests/compat/test_soap_api.py.

@@ -1,0 +1,247 @@
+"""/api/rules and /api/triggers: Message Queuing Triggers (reference §9)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, status
+
+from app.docs import NO_CONTENT, QUEUE_NOT_FOUND, example, problem_example
+from app.trigger_schemas import (
+    InvocationOut,
+    InvocationPage,
+    RuleIn,
+    RuleOut,
+    RulesIn,
+    TriggerIn,
+    TriggerOut,
+)
+from qm.triggers.admin import TriggerAdmin, TriggerSpec
+
+rules_router = APIRouter(prefix="/api/rules", tags=["triggers"])
+router = APIRouter(prefix="/api/triggers", tags=["triggers"])
+
+
+def _admin(request: Request) -> TriggerAdmin:
+    admin: TriggerAdmin = request.app.state.trigger_admin
+    return admin
+
+
+AdminDep = Annotated[TriggerAdmin, Depends(_admin)]
+
+RULE_EXAMPLE: dict[str, Any] = {
+    "id": "0b6f2c1e-8d3a-4e5f-9a7b-1c2d3e4f5a6b",
+    "name": "MyRule1",
+    "description": "marketing messages to the CRM",
+    "conditions": [{"property": "label", "operator": "contains", "value": "marketing"}],
+    "action": {
+        "kind": "webhook",
+        "url": "http://127.0.0.1:9000/hook",
+        "method": "POST",
+        "headers": {},
+        "body_template": None,
+        "command": [],
+    },
+}
+TRIGGER_EXAMPLE: dict[str, Any] = {
+    "id": "5d1c9e2a-7b3f-4a6e-8c0d-2e4f6a8b0c1d",
+    "name": "PrivateTrigger",
+    "queue": "private$/MyQueue",
+    "enabled": True,
+    "serialized": False,
+    "processing": "peek",
+    "rules": [{"id": RULE_EXAMPLE["id"], "name": "MyRule1"}],
+}
+INVOCATIONS_EXAMPLE: dict[str, Any] = {
+    "invocations": [
+        {
+            "id": 1,
+            "at": "2026-11-23T10:00:00Z",
+            "rule_id": RULE_EXAMPLE["id"],
+            "rule_name": "MyRule1",
+            "lookup_id": "504403158265495553",
+            "message_id": "{5b0c7e1a-2f3d-4c8e-9a61-0d4f2b7c8e93}\\1",
+            "outcome": "success",
+            "duration_ms": 2.5,
+            "attempts": 1,
+            "error": None,
+        }
+    ],
+    "next_after": 1,
+}
+BAD_DEFINITION = problem_example(
+    "MQ_ERROR_INVALID_PARAMETER",
+    "0xC00E0006",
+    400,
+    "'http://10.0.0.1/x' is outside the allow-list (MSMQGW_TRIGGER_ALLOWED_URLS: http://127.0.0.1:9000/)",
+)
+UNKNOWN = problem_example("MQ_ERROR_INVALID_HANDLE", "0xC00E0007", 404, "no trigger 'PrivateTrigger'")
+CONFLICT = problem_example(
+    "MQ_ERROR_ILLEGAL_OPERATION",
+    "0xC00E0064",
+    409,
+    "private$/MyQueue already has trigger 'T1'; a retrieving trigger must be the only trigger on its queue",
+)
+
+
+# -- rules ----------------------------------------------------------------------------
+
+
+@rules_router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    summary="Create a rule: conditions and one action",
+    responses={201: example(RULE_EXAMPLE, "Created"), 400: BAD_DEFINITION, 409: CONFLICT},
+)
+async def create_rule(body: RuleIn, admin: AdminDep) -> RuleOut:
+    conditions = body.parsed_conditions()
+    return RuleOut.of(await admin.create_rule(body.name, body.description, conditions, body.action.action()))
+
+
+@rules_router.get("", summary="List rules", responses={200: example([RULE_EXAMPLE])})
+async def list_rules(admin: AdminDep) -> list[RuleOut]:
+    return [RuleOut.of(rule) for rule in await admin.rules()]
+
+
+@rules_router.get(
+    "/{rule}", summary="Show a rule (by ID or name)", responses={200: example(RULE_EXAMPLE), 404: UNKNOWN}
+)
+async def show_rule(rule: str, admin: AdminDep) -> RuleOut:
+    return RuleOut.of(await admin.rule(rule))
+
+
+@rules_router.put(
+    "/{rule}",
+    summary="Replace a rule; triggers it is attached to pick up the change",
+    responses={200: example(RULE_EXAMPLE), 400: BAD_DEFINITION, 404: UNKNOWN, 409: CONFLICT},
+)
+async def replace_rule(rule: str, body: RuleIn, admin: AdminDep) -> RuleOut:
+    conditions = body.parsed_conditions()
+    replaced = await admin.replace_rule(rule, body.name, body.description, conditions, body.action.action())
+    return RuleOut.of(replaced)
+
+
+@rules_router.delete(
+    "/{rule}",
+    status_code=204,
+    summary="Delete a rule and detach it from every trigger",
+    responses={204: NO_CONTENT, 404: UNKNOWN},
+)
+async def delete_rule(rule: str, admin: AdminDep) -> None:
+    await admin.delete_rule(rule)
+
+
+# -- triggers -------------------------------------------------------------------------
+
+
+async def _out(admin: TriggerAdmin, trigger: Any) -> TriggerOut:
+    names = {rule.id: rule.name for rule in await admin.rules()}
+    return TriggerOut.of(trigger, names)
+
+
+def _spec(body: TriggerIn) -> TriggerSpec:
+    return TriggerSpec(
+        body.name, body.queue, body.enabled, body.serialized, body.processing_type(), tuple(body.rules)
+    )
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    summary="Create a trigger on a queue",
+    responses={
+        201: example(TRIGGER_EXAMPLE, "Created"),
+        400: BAD_DEFINITION,
+        404: QUEUE_NOT_FOUND,
+        409: CONFLICT,
+    },
+)
+async def create_trigger(body: TriggerIn, admin: AdminDep) -> TriggerOut:
+    return await _out(admin, await admin.create_trigger(_spec(body)))
+
+
+@router.get("", summary="List triggers", responses={200: example([TRIGGER_EXAMPLE])})
+async def list_triggers(admin: AdminDep) -> list[TriggerOut]:
+    names = {rule.id: rule.name for rule in await admin.rules()}
+    return [TriggerOut.of(trigger, names) for trigger in await admin.triggers()]
+
+
+@router.get(
+    "/{trigger}",
+    summary="Show a trigger (by ID or name)",
+    responses={200: example(TRIGGER_EXAMPLE), 404: UNKNOWN},
+)
+async def show_trigger(trigger: str, admin: AdminDep) -> TriggerOut:
+    return await _out(admin, await admin.trigger(trigger))
+
+
+@router.put(
+    "/{trigger}",
+    summary="Replace a trigger (enable, disable, change processing or rules)",
+    responses={200: example(TRIGGER_EXAMPLE), 400: BAD_DEFINITION, 404: UNKNOWN, 409: CONFLICT},
+)
+async def replace_trigger(trigger: str, body: TriggerIn, admin: AdminDep) -> TriggerOut:
+    return await _out(admin, await admin.replace_trigger(trigger, _spec(body)))
+
+
+@router.delete(
+    "/{trigger}", status_code=204, summary="Delete a trigger", responses={204: NO_CONTENT, 404: UNKNOWN}
+)
+async def delete_trigger(trigger: str, admin: AdminDep) -> None:
+    await admin.delete_trigger(trigger)
+
+
+@router.put(
+    "/{trigger}/rules",
+    summary="Set the attached rules, in evaluation order",
+    responses={200: example(TRIGGER_EXAMPLE), 400: BAD_DEFINITION, 404: UNKNOWN},
+)
+async def set_rules(trigger: str, body: RulesIn, admin: AdminDep) -> TriggerOut:
+    current = await admin.trigger(trigger)
+    spec = TriggerSpec(
+        current.name,
+        current.queue,
+        current.enabled,
+        current.serialized,
+        current.processing,
+        tuple(body.rules),
+    )
+    return await _out(admin, await admin.replace_trigger(current.id, spec))
+
+
+@router.post(
+    "/{trigger}/rules/{rule}",
+    summary="Attach a rule (at the end, or at `position`)",
+    responses={200: example(TRIGGER_EXAMPLE), 404: UNKNOWN},
+)
+async def attach_rule(
+    trigger: str, rule: str, admin: AdminDep, position: Annotated[int | None, Query(ge=0)] = None
+) -> TriggerOut:
+    return await _out(admin, await admin.attach(trigger, rule, position))
+
+
+@router.delete(
+    "/{trigger}/rules/{rule}",
+    summary="Detach a rule",
+    responses={200: example(TRIGGER_EXAMPLE), 404: UNKNOWN},
+)
+async def detach_rule(trigger: str, rule: str, admin: AdminDep) -> TriggerOut:
+    return await _out(admin, await admin.detach(trigger, rule))
+
+
+@router.get(
+    "/{trigger}/invocations",
+    summary="The trigger's invocation log: time, rule, outcome, duration, error",
+    responses={200: example(INVOCATIONS_EXAMPLE), 404: UNKNOWN},
+)
+async def invocations(
+    trigger: str,
+    admin: AdminDep,
+    after: Annotated[int, Query(ge=0, description="Entries after this id (keyset)")] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> InvocationPage:
+    entries = await admin.invocations(trigger, after, limit)
+    return InvocationPage(
+        invocations=[InvocationOut.of(entry) for entry in entries],
+        next_after=entries[-1].id if entries else after,
+    )

@@ -1,0 +1,118 @@
+"""The trigger action runner: HTTP calls with httpx, commands without a shell."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from app.housekeeping import supervise
+from app.settings import Settings
+from qm.errors import MqError
+from qm.manager import QueueManager
+from qm.store import Store
+from qm.triggers.actions import ActionFailed, AllowList, Parameters, default_body, render
+from qm.triggers.admin import TriggerAdmin
+from qm.triggers.model import Action, ActionKind
+from qm.triggers.service import TriggerService
+
+if TYPE_CHECKING:
+    import httpx
+
+STDERR_TAIL = 300
+
+
+class HttpAndCommandRunner:
+    """Checks the allow-list again at run time (settings may have changed since the rule
+    was stored); never follows redirects (a redirect could leave the allow-list)."""
+
+    def __init__(self, allow_list: AllowList) -> None:
+        self._allow_list = allow_list
+        self._client: httpx.AsyncClient | None = None
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    def _http(self) -> httpx.AsyncClient:
+        """Made at the first webhook: importing httpx would slow every start-up."""
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(follow_redirects=False, timeout=None)
+        return self._client
+
+    async def run(self, action: Action, parameters: Parameters) -> None:
+        try:
+            self._allow_list.check(action)
+        except MqError as refused:
+            raise ActionFailed(refused.detail) from None
+        if action.kind is ActionKind.WEBHOOK:
+            await self._call(action, parameters)
+        else:
+            await _execute(action, parameters)
+
+    async def _call(self, action: Action, parameters: Parameters) -> None:
+        body = (
+            default_body(parameters)
+            if action.body_template is None
+            else render(action.body_template, parameters)
+        )
+        headers = {name: render(value, parameters) for name, value in action.headers}
+        if action.body_template is None:
+            headers.setdefault("Content-Type", "application/json")
+        import httpx
+
+        try:
+            response = await self._http().request(
+                action.method, render(action.url, parameters), headers=headers, content=body.encode()
+            )
+        except httpx.HTTPError as error:
+            raise ActionFailed(f"{type(error).__name__}: {error}") from None
+        if not 200 <= response.status_code < 300:
+            raise ActionFailed(f"HTTP {response.status_code} from {action.url}")
+
+
+async def _execute(action: Action, parameters: Parameters) -> None:
+    arguments = [action.command[0], *(render(argument, parameters) for argument in action.command[1:])]
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *arguments,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError as error:
+        raise ActionFailed(f"cannot run {arguments[0]}: {error}") from None
+    try:
+        _out, errors = await process.communicate()
+    except asyncio.CancelledError:  # the attempt timed out: do not leave the process behind
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        raise
+    if process.returncode != 0:
+        tail = errors.decode(errors="replace")[-STDERR_TAIL:].strip()
+        raise ActionFailed(f"{arguments[0]} exited with {process.returncode}: {tail}")
+
+
+class TriggerRuntime:
+    """The trigger service of one application: its admin, its supervised task, its runner."""
+
+    def __init__(self, manager: QueueManager, store: Store, settings: Settings) -> None:
+        allow_list = settings.trigger_allow_list()
+        self.admin = TriggerAdmin(manager, store, allow_list)
+        self._runner = HttpAndCommandRunner(allow_list)
+        self.service = TriggerService(manager, store, self._runner, settings.trigger_config())
+        self._task: asyncio.Task[None] | None = None
+        if settings.triggers_enabled:
+            refresh = settings.trigger_refresh_interval_s
+            self._task = asyncio.create_task(supervise("triggers", self.service.refresh, refresh))
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.service.close()
+        await self._runner.close()

@@ -1,0 +1,1 @@
+"""Message Queuing Triggers (reference §9): rules, conditions, actions, and the service."""
