@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
-from qm import rules, streams
+from qm import outbound, rules, streams
 from qm.clock import Clock
 from qm.config import ManagerConfig, TransactionTtbr
 from qm.disposal import Departure, DisposalPolicy, PlacementKind, Reason
@@ -337,7 +337,7 @@ class QueueManager:
     def outbound_target(self, url: str) -> str | None:
         """Where an outbound POST for `url` really goes, or None when its host is not allowed."""
         config = self.config
-        return streams.receipt_target(url, dict(config.outbound_rewrites), config.outbound_hosts)
+        return outbound.outbound_target(url, dict(config.outbound_rewrites), config.outbound_hosts)
 
     # -- stream receipts (reference §4.3) ------------------------------------------------
 

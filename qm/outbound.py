@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import enum
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from http import HTTPStatus
 from typing import Literal
+from urllib.parse import urlsplit
 
 from qm.model import Queue
 
@@ -79,3 +81,23 @@ class OutgoingStreamPosition:
 def new_stream_id(guid: uuid.UUID, now: datetime) -> str:
     """`uid:<QM guid>\\<(seconds << 32) | 1>`: a new stream, as Windows numbers them (§5.8)."""
     return f"uid:{guid}\\{(int(now.timestamp()) << 32) | 1}"
+
+
+def outbound_target(url: str, rewrites: Mapping[str, str], allowed_hosts: Sequence[str]) -> str | None:
+    """Where an outbound POST to `url` really goes, or None when its host is not allowed.
+
+    Senders choose receipt and admin URLs, so following them blindly would let anyone make the gateway POST
+    to internal services (SSRF). The rewrite map replaces a matching URL prefix (the sender's
+    view of itself, e.g. `http://winbox/`, by a reachable address); then the host must be on
+    the allow-list (`*` allows any host)."""
+    target = url
+    for prefix, replacement in rewrites.items():
+        if target.casefold().startswith(prefix.casefold()):
+            target = replacement + target[len(prefix) :]
+            break
+    parts = urlsplit(target)
+    if parts.scheme.casefold() not in ("http", "https") or not parts.hostname:
+        return None
+    host = parts.hostname.casefold()
+    allowed = {name.casefold() for name in allowed_hosts}
+    return target if "*" in allowed or host in allowed else None

@@ -1,15 +1,13 @@
 """Transactional streams received over SRMP (reference §4): the acceptance rule, the timing of
-stream receipts, and where a receipt may be sent.
+stream receipts and their retries.
 
 Pure rules; the store keeps each stream's state in the same commit as its messages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit
 
 RECEIPT_DELAY = timedelta(milliseconds=500)
 """Reference §4.3: a receipt follows the last stored message of a burst after about 500 ms..."""
@@ -73,23 +71,3 @@ def retry_delay(attempts: int) -> timedelta:
     """The wait before retry number `attempts` (1-based) of a failed receipt or delivery."""
     step = min(max(attempts, 1), len(RECEIPT_RETRY_BACKOFF)) - 1
     return RECEIPT_RETRY_BACKOFF[step]
-
-
-def receipt_target(url: str, rewrites: Mapping[str, str], allowed_hosts: Sequence[str]) -> str | None:
-    """Where a sender-supplied `sendReceiptsTo` (or admin URL) may really be reached, or None.
-
-    A sender chooses the URL, so following it blindly would let anyone make the gateway POST
-    to internal services (SSRF). The rewrite map replaces a matching URL prefix (the sender's
-    view of itself, e.g. `http://winbox/`, by a reachable address); then the host must be on
-    the allow-list (`*` allows any host)."""
-    target = url
-    for prefix, replacement in rewrites.items():
-        if target.casefold().startswith(prefix.casefold()):
-            target = replacement + target[len(prefix) :]
-            break
-    parts = urlsplit(target)
-    if parts.scheme.casefold() not in ("http", "https") or not parts.hostname:
-        return None
-    host = parts.hostname.casefold()
-    allowed = {name.casefold() for name in allowed_hosts}
-    return target if "*" in allowed or host in allowed else None

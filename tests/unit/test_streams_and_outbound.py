@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from qm.outbound import Verdict, retry_delay, verdict
-from qm.streams import StreamPosition, accepts, receipt_due, receipt_target
+from qm.outbound import Verdict, outbound_target, retry_delay, verdict
+from qm.streams import StreamPosition, accepts, receipt_due
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
@@ -58,14 +58,14 @@ def test_receipt_follows_a_burst_but_never_later_than_ten_seconds() -> None:
     ],
 )
 def test_outbound_targets_pass_the_allow_list(url: str, allowed: list[str], target: str | None) -> None:
-    assert receipt_target(url, {}, allowed) == target
+    assert outbound_target(url, {}, allowed) == target
 
 
 def test_rewrites_apply_before_the_host_check() -> None:
     rewrites = {"http://winbox/": "http://10.0.0.7:8080/"}
     wanted = "http://10.0.0.7:8080/msmq/private$/order_queue$"
-    assert receipt_target("http://WinBox/msmq/private$/order_queue$", rewrites, ["10.0.0.7"]) == wanted
-    assert receipt_target("http://winbox/msmq/q", rewrites, ["winbox"]) is None
+    assert outbound_target("http://WinBox/msmq/private$/order_queue$", rewrites, ["10.0.0.7"]) == wanted
+    assert outbound_target("http://winbox/msmq/q", rewrites, ["winbox"]) is None
 
 
 @pytest.mark.parametrize(
