@@ -7,6 +7,7 @@ import dataclasses
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
 
 from qm import outbound, rules, streams
@@ -26,6 +27,7 @@ from qm.model import (
     QueueSettings,
 )
 from qm.paths import QueueKind, QueuePath, SystemQueue, parse_queue_path, system_queue_path
+from qm.send_targets import SendTargets
 from qm.store import (
     Claim,
     ClaimKind,
@@ -44,6 +46,17 @@ SINGLE_MESSAGE_TRANSACTION = "single"
 Attempt = Callable[[], Awaitable[Message | None]]
 
 
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """What `deliver` was asked to store, kept together for a second attempt."""
+
+    properties: MessageProperties
+    transaction: str | None
+    duplicate_key: str | None
+    boundaries: tuple[bool, bool] | None
+    stream: StreamPosition | None
+
+
 class QueueManager:
     """One local queue manager. Methods take path text as users write it."""
 
@@ -54,6 +67,7 @@ class QueueManager:
         self.config = config
         self._identity: QueueManagerInfo | None = None
         self.policy = DisposalPolicy(LocalIdentity(uuid.UUID(int=0), config.local_host_names))
+        self.send_targets = SendTargets()
         self.outbound_work = asyncio.Event()
         """Set when this process stored something to send (an outgoing message, a stream message
         to acknowledge): the senders look at once instead of at their next poll."""
@@ -135,10 +149,12 @@ class QueueManager:
     async def update_queue(self, path_text: str, changes: QueueChanges) -> Queue:
         queue = await self._administered_queue(path_text)
         _check_settings(_apply(queue.settings, changes))
+        self.send_targets.forget(queue.path.key)
         return await self.store.update_queue(queue.id, changes, self.clock.now())
 
     async def delete_queue(self, path_text: str) -> int:
         queue = await self._administered_queue(path_text)
+        self.send_targets.forget(queue.path.key)
         return await self.store.delete_queue(queue.id, self.clock.now())
 
     async def purge_queue(self, path_text: str) -> int:
@@ -189,33 +205,54 @@ class QueueManager:
                 f"{path.url_path} is read-only: only the queue manager writes journal and dead-letter queues",
             )
         rules.validate_properties(properties, self.config.max_body_bytes)
-        queue = await self._destination_queue(path, transaction)
-        held_by = await self._send_transaction(queue, transaction)
-        if transaction is not None:
-            properties = await self._transactional(properties, held_by)
-        new_message = self._new_message(queue, properties, held_by, transaction is not None)
-        new_message = dataclasses.replace(new_message, duplicate_key=duplicate_key, stream=stream)
-        if boundaries is not None:
-            first, last = boundaries
-            new_message = dataclasses.replace(
-                new_message, first_in_transaction=first, last_in_transaction=last
-            )
-        stored = await self._enqueue(queue, new_message)
+        arrival = Arrival(properties, transaction, duplicate_key, boundaries, stream)
+        try:
+            stored = await self._deliver_to(path, arrival)
+        except MqError as error:
+            if (
+                error.code is not MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND
+                or self.send_targets.get(path.key) is None
+            ):
+                raise
+            self.send_targets.forget(path.key)  # deleted (perhaps re-created) by another process
+            stored = await self._deliver_to(path, arrival)
         if stored is not None and (stream is not None or path.kind is QueueKind.OUTGOING):
             self.outbound_work.set()
         return stored
 
-    async def _destination_queue(self, path: QueuePath, transaction: str | None) -> Queue:
-        """The local queue, or the outgoing queue of a remote one (created on first use)."""
-        if path.kind is not QueueKind.OUTGOING:
-            return await self._queue(path)
-        if self.outbound_target(path.name) is None:
+    async def _deliver_to(self, path: QueuePath, arrival: Arrival) -> Message | None:
+        queue = await self._destination_queue(path)
+        held_by = await self._send_transaction(queue, arrival.transaction)
+        properties = arrival.properties
+        if arrival.transaction is not None:
+            properties = await self._transactional(properties, held_by)
+        new_message = self._new_message(queue, properties, held_by, arrival.transaction is not None)
+        new_message = dataclasses.replace(
+            new_message, duplicate_key=arrival.duplicate_key, stream=arrival.stream, queue_key=queue.path.key
+        )
+        if arrival.boundaries is not None:
+            first, last = arrival.boundaries
+            new_message = dataclasses.replace(
+                new_message, first_in_transaction=first, last_in_transaction=last
+            )
+        return await self._enqueue(queue, new_message)
+
+    async def _destination_queue(self, path: QueuePath) -> Queue:
+        """The local queue, or the outgoing queue of a remote one (created on first use);
+        remembered, so that later sends read no queue row before their commit."""
+        if path.kind is QueueKind.OUTGOING and self.outbound_target(path.name) is None:
             raise MqError(
                 MqErrorCode.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION,
                 f"{path.pathname}: the gateway sends only to hosts in MSMQGW_SRMP_OUTBOUND_HOSTS",
             )
-        outgoing = await self.store.ensure_outgoing_queue(path, self.clock.now())
-        return outgoing.queue
+        queue = self.send_targets.get(path.key)
+        if queue is None:
+            if path.kind is QueueKind.OUTGOING:
+                queue = (await self.store.ensure_outgoing_queue(path, self.clock.now())).queue
+            else:
+                queue = await self._queue(path)
+            self.send_targets.put(queue)
+        return queue
 
     async def _transactional(self, properties: MessageProperties, held_by: str | None) -> MessageProperties:
         """Priority 0, and (MSMQ's rule, unless configured otherwise) the TTBR of the
@@ -266,8 +303,7 @@ class QueueManager:
         )
 
     async def _enqueue(self, queue: Queue, new_message: NewMessage) -> Message | None:
-        info = await self.store.queue_manager_info()
-        [result] = await self.store.enqueue([new_message], info.quota_kb, info.throttled)
+        [result] = await self.store.enqueue([new_message])
         if result.outcome is EnqueueOutcome.DUPLICATE:
             return None
         if result.outcome is EnqueueOutcome.QUEUE_MANAGER_QUOTA_EXCEEDED:
@@ -285,6 +321,7 @@ class QueueManager:
     async def _refused(self, queue: Queue, refused: NewMessage) -> bool:
         """Reference §7.3 step 2: a dead-letter copy (class 0x8003) and a NACK, where asked for."""
         message = stored_message(0, refused.message_id, refused)  # no ID yet: the copy gets one
+        queue = await self.store.get_queue(queue.id) or queue  # its settings as they are now, not cached
         departure = Departure(message, queue.path, queue.settings.journal, refused.transactional)
         placements = self.policy.consequences(departure, Reason.QUOTA_EXCEEDED, self.clock.now())
         await self.store.place(placements, self.clock.now())

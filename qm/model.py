@@ -179,6 +179,9 @@ class NewMessage:
     received_time: datetime | None = None
     dead_lettered_time: datetime | None = None
     """Journal and dead-letter copies: when the original arrived, was received, was dead-lettered."""
+    queue_key: str | None = None
+    """The destination's path key when `queue_id` came from a cache: the store refuses the
+    message if the queue with that ID no longer has this key (deleted, ID reused)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,10 +158,9 @@ class Store(TriggerStore, Protocol):
         """Remove every available message; locked ones are removed when their lock ends."""
         ...
 
-    async def enqueue(
-        self, messages: Sequence[NewMessage], quota_kb: int, throttled: bool
-    ) -> list[EnqueueResult]:
-        """Insert in one transaction, applying the §7.3 quota rules message by message."""
+    async def enqueue(self, messages: Sequence[NewMessage]) -> list[EnqueueResult]:
+        """Insert in one transaction, applying the §7.3 quota rules message by message: the
+        queue manager's quota and throttle as stored at that moment, then the queue's."""
         ...
 
     async def peek(self, queue_id: int, selector: Selector, now: datetime) -> Message | None: ...

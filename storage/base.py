@@ -8,6 +8,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -24,6 +25,23 @@ from storage.tables import AVAILABLE, message_counter, messages, queue_manager, 
 
 m = messages.c
 q = queues.c
+
+
+@dataclass(slots=True)
+class QueueRoom:
+    """A destination queue's bytes and quota during an enqueue transaction."""
+
+    byte_count: int
+    quota_kb: int
+
+
+@dataclass(slots=True)
+class MachineRoom:
+    """The queue manager's limits and bytes during an enqueue transaction."""
+
+    quota_kb: int
+    throttled: bool
+    byte_count: int
 
 
 class StoreBase:
@@ -122,23 +140,38 @@ class StoreBase:
             return int((await connection.execute(statement)).scalar_one())
 
     async def _lock_queues(
-        self, connection: AsyncConnection, queue_ids: Sequence[int]
-    ) -> dict[int, tuple[int, int]]:
-        """Lock the queues' rows in id order (no deadlocks); return bytes and quota of each."""
-        statement = sa.select(q.id, q.byte_count, q.quota_kb).where(q.id.in_(queue_ids)).order_by(q.id)
+        self, connection: AsyncConnection, items: Sequence[NewMessage]
+    ) -> dict[int, QueueRoom]:
+        """Lock the destinations' rows in id order (no deadlocks); return what each holds.
+
+        A message whose queue was deleted meanwhile (its ID gone, or reused by a newer queue
+        under another name) fails the batch with MQ_ERROR_QUEUE_NOT_FOUND; the group commit
+        then retries each request alone, so only the messages for that queue fail."""
+        expected = {item.queue_id: item.queue_key for item in items}
+        statement = (
+            sa.select(q.id, q.path_key, q.byte_count, q.quota_kb)
+            .where(q.id.in_(sorted(expected)))
+            .order_by(q.id)
+        )
         if not self._sqlite:
             statement = statement.with_for_update()
-        found = {row.id: (row.byte_count, row.quota_kb) for row in await connection.execute(statement)}
-        if set(queue_ids) - found.keys():
-            raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted meanwhile")
-        return found
+        found = {row.id: row for row in await connection.execute(statement)}
+        for queue_id, key in expected.items():
+            row = found.get(queue_id)
+            if row is None or (key is not None and row.path_key != key):
+                raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted meanwhile")
+        return {row.id: QueueRoom(row.byte_count, row.quota_kb) for row in found.values()}
 
     @staticmethod
-    async def _machine_bytes(connection: AsyncConnection, quota_kb: int) -> int:
-        if quota_kb == INFINITE:
-            return 0  # nothing to check against: skip the sum
-        total = (await connection.execute(sa.select(sa.func.sum(q.byte_count)))).scalar()
-        return int(total or 0)
+    async def _machine_room(connection: AsyncConnection) -> MachineRoom:
+        """The queue manager's quota and throttle as stored now, and its bytes when a quota is set."""
+        limits = (
+            await connection.execute(sa.select(queue_manager.c.quota_kb, queue_manager.c.throttled))
+        ).one()
+        byte_count = 0  # nothing to check against without a quota: skip the sum
+        if limits.quota_kb != INFINITE:
+            byte_count = int((await connection.execute(sa.select(sa.func.sum(q.byte_count)))).scalar() or 0)
+        return MachineRoom(limits.quota_kb, bool(limits.throttled), byte_count)
 
     @staticmethod
     async def _delete_rows(connection: AsyncConnection, leaving: Iterable[Mapping[Any, Any]]) -> None:

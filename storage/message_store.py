@@ -17,6 +17,7 @@ from qm.disposal import Placement, Reason
 from qm.model import Delivery, Message, NewMessage, Queue
 from qm.store import Claim, ClaimKind, EnqueueOutcome, EnqueueResult, PositionState, Selector
 from storage import rows, statements
+from storage.base import MachineRoom, QueueRoom
 from storage.consequences import Consequences
 from storage.errors import is_unavailable
 from storage.group_commit import GroupCommit, GroupCommitConfig
@@ -37,8 +38,6 @@ class EnqueueRequest:
     """One caller's enqueue, as the group commit batches it."""
 
     messages: Sequence[NewMessage]
-    quota_kb: int
-    throttled: bool
     within: WithinEnqueue | None = None
 
     @property
@@ -55,12 +54,11 @@ class MessageStore(StreamStore):
             self._enqueue_batch, config.max_batch, config.max_wait_s
         )
 
-    async def enqueue(
-        self, batch: Sequence[NewMessage], quota_kb: int, throttled: bool
-    ) -> list[EnqueueResult]:
-        """Insert in one transaction, applying the §7.3 quota rules message by message; the
-        transaction may hold other callers' messages too (group commit)."""
-        return await self.enqueue_request(EnqueueRequest(tuple(batch), quota_kb, throttled))
+    async def enqueue(self, batch: Sequence[NewMessage]) -> list[EnqueueResult]:
+        """Insert in one transaction, applying the §7.3 quota rules (the queue manager's as
+        stored, then each queue's) message by message; the transaction may hold other
+        callers' messages too (group commit)."""
+        return await self.enqueue_request(EnqueueRequest(tuple(batch)))
 
     async def enqueue_request(self, request: EnqueueRequest) -> list[EnqueueResult]:
         """`enqueue` with a `within` callback in the same transaction (see WithinEnqueue)."""
@@ -94,25 +92,19 @@ class MessageStore(StreamStore):
         return outcomes
 
     async def _enqueue_together(self, requests: Sequence[EnqueueRequest]) -> list[list[EnqueueResult]]:
-        items = [(item, request) for request in requests for item in request.messages]
+        """A constant number of statements per batch, whatever its size: the queues and the
+        machine's limits are read once, duplicates checked and remembered in one statement each."""
+        items = [item for request in requests for item in request.messages]
         relaxed = self._relaxed_express and all(request.express for request in requests)
         async with self._transaction(relaxed=relaxed) as connection:
-            totals = await self._lock_queues(connection, sorted({item.queue_id for item, _ in items}))
-            machine_bytes = await self._machine_bytes(connection, min(r.quota_kb for r in requests))
-            outcomes = []
-            for item, request in items:
-                outcome = await self._admission(
-                    connection, item, totals, machine_bytes, request.quota_kb, request.throttled
-                )
-                if outcome is EnqueueOutcome.ACCEPTED:
-                    size = rules.stored_size(item.properties)
-                    queue_bytes, queue_quota = totals[item.queue_id]
-                    totals[item.queue_id] = (queue_bytes + size, queue_quota)
-                    machine_bytes += size
-                outcomes.append(outcome)
+            totals = await self._lock_queues(connection, items)
+            room = await self._machine_room(connection)
+            seen = await self._seen(connection, {i.duplicate_key for i in items if i.duplicate_key})
+            outcomes = [await self._admission(connection, item, totals, room, seen) for item in items]
+            await self._remember(connection, items, outcomes)
             accepted = [
                 item
-                for (item, _), outcome in zip(items, outcomes, strict=True)
+                for item, outcome in zip(items, outcomes, strict=True)
                 if outcome is EnqueueOutcome.ACCEPTED
             ]
             inserted = await self.insert_messages(connection, accepted)
@@ -139,22 +131,24 @@ class MessageStore(StreamStore):
         self,
         connection: AsyncConnection,
         item: NewMessage,
-        totals: dict[int, tuple[int, int]],
-        machine_bytes: int,
-        quota_kb: int,
-        throttled: bool,
+        totals: dict[int, QueueRoom],
+        room: MachineRoom,
+        seen: set[str],
     ) -> EnqueueOutcome:
-        """Duplicates first (answered as such even when full), then the quotas; a message's
-        ID is remembered only once it is accepted, so a refused one can be sent again."""
-        if item.duplicate_key is not None and await self._seen(connection, item.duplicate_key):
+        """Duplicates first (answered as such even when full), then the quotas. An accepted
+        message's ID joins `seen` (a second copy in the same batch is a duplicate) and its
+        size the totals; the ID is written to the store after the loop (`_remember`)."""
+        if item.duplicate_key is not None and item.duplicate_key in seen:
             return EnqueueOutcome.DUPLICATE
         stream = None if item.stream is None else await self.stream_state(connection, item.stream.stream_id)
         last_accepted = None if stream is None else stream.last_ordinal
         if item.stream is not None and not streams.accepts(last_accepted, item.stream):
             return EnqueueOutcome.DUPLICATE  # or out of order: the sender resends in order
-        queue_bytes, queue_quota = totals[item.queue_id]
+        queue = totals[item.queue_id]
         size = rules.stored_size(item.properties)
-        outcome = rules.admit(size, queue_bytes, queue_quota, machine_bytes, quota_kb, throttled)
+        outcome = rules.admit(
+            size, queue.byte_count, queue.quota_kb, room.byte_count, room.quota_kb, room.throttled
+        )
         if outcome is not EnqueueOutcome.ACCEPTED:
             return outcome
         # The stream advances before the ID is remembered: a stream message whose ID is known
@@ -163,29 +157,53 @@ class MessageStore(StreamStore):
             connection, item.stream, stream, item.arrived_time
         ):
             return EnqueueOutcome.DUPLICATE  # a concurrent copy advanced the stream first
-        if item.duplicate_key is not None and not await self._remember(connection, item):
-            return EnqueueOutcome.DUPLICATE  # a concurrent copy committed first
+        if item.duplicate_key is not None:
+            seen.add(item.duplicate_key)
+        queue.byte_count += size
+        room.byte_count += size
         return outcome
 
     @staticmethod
-    async def _seen(connection: AsyncConnection, key: str) -> bool:
-        statement = sa.select(received_message_ids.c.message_id).where(
-            received_message_ids.c.message_id == key
-        )
-        return (await connection.execute(statement)).first() is not None
+    async def _seen(connection: AsyncConnection, keys: set[str]) -> set[str]:
+        """Which of `keys` arrived recently (one statement for the whole batch)."""
+        if not keys:
+            return set()
+        column = received_message_ids.c.message_id
+        found = await connection.execute(sa.select(column).where(column.in_(sorted(keys))))
+        return set(found.scalars())
 
-    async def _remember(self, connection: AsyncConnection, item: NewMessage) -> bool:
-        """Record the message's duplicate key; False when it is already there (a duplicate).
+    async def _remember(
+        self, connection: AsyncConnection, items: Sequence[NewMessage], outcomes: list[EnqueueOutcome]
+    ) -> None:
+        """Record the accepted messages' duplicate keys in one statement; a key that is already
+        there was committed meanwhile by a concurrent copy (another process), whose outcome
+        then turns DUPLICATE here.
 
         In the enqueue's own transaction: if the enqueue rolls back, so does the memory, and a
-        concurrent duplicate waits on the key's index entry until this transaction ends."""
+        concurrent duplicate waits on the key's index entry until this transaction ends. Keys
+        go in sorted order, so two such transactions cannot deadlock on each other's keys."""
+        wanted = {
+            item.duplicate_key: index
+            for index, (item, outcome) in enumerate(zip(items, outcomes, strict=True))
+            if item.duplicate_key is not None and outcome is EnqueueOutcome.ACCEPTED
+        }
+        if not wanted:
+            return
         insert = sqlite_insert if self._sqlite else postgresql_insert
+        values = [
+            {"message_id": key, "received_at": rows.to_us(items[wanted[key]].arrived_time)}
+            for key in sorted(wanted)
+        ]
         statement = (
             insert(received_message_ids)
-            .values(message_id=item.duplicate_key, received_at=rows.to_us(item.arrived_time))
+            .values(values)
             .on_conflict_do_nothing()
+            .returning(received_message_ids.c.message_id)
         )
-        return bool((await connection.execute(statement)).rowcount)
+        written = set((await connection.execute(statement)).scalars())
+        for key, index in wanted.items():
+            if key not in written:
+                outcomes[index] = EnqueueOutcome.DUPLICATE
 
     async def place(self, placements: Sequence[Placement], now: datetime) -> None:
         async with self._transaction() as connection:

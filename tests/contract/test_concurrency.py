@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from qm.manager import QueueManager
-from qm.model import INFINITE, Message, MessageProperties, NewMessage, QueueSettings
+from qm.model import Message, MessageProperties, NewMessage, QueueSettings
 from qm.reading import QueueReader
 from qm.store import EnqueueOutcome
 from tests.contract.support import counts, new_queue
@@ -41,7 +41,7 @@ async def _fill(manager: QueueManager, total: int) -> None:
             )
             for number in range(start, min(start + BATCH, total))
         ]
-        results = await manager.store.enqueue(batch, INFINITE, False)
+        results = await manager.store.enqueue(batch)
         assert {result.outcome for result in results} == {EnqueueOutcome.ACCEPTED}
 
 

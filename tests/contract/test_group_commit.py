@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
-from qm.model import INFINITE, MessageProperties, NewMessage
+from qm.model import MessageProperties, NewMessage
 from qm.reading import QueueReader
 from qm.store import EnqueueOutcome, EnqueueResult
 from storage.message_store import EnqueueRequest
@@ -55,7 +55,7 @@ async def test_concurrent_enqueues_are_written_by_one_commit(
     store = _store(manager)
     commits_before = store.group_commit.stats.commits
     answers = await asyncio.gather(
-        *(store.enqueue([_message(manager, queue.id, number)], INFINITE, False) for number in range(SENDERS))
+        *(store.enqueue([_message(manager, queue.id, number)]) for number in range(SENDERS))
     )
     assert store.group_commit.stats.commits - commits_before == 1
     assert [result.outcome for [result] in answers] == [EnqueueOutcome.ACCEPTED] * SENDERS
@@ -88,11 +88,11 @@ async def test_a_message_that_cannot_be_stored_fails_alone(manager: QueueManager
         raise RuntimeError("stream state refused")
 
     requests = [
-        EnqueueRequest([_message(manager, queue.id, number)], INFINITE, False) for number in range(10)
+        EnqueueRequest([_message(manager, queue.id, number)]) for number in range(10)
     ]
-    requests[3] = EnqueueRequest([_message(manager, gone.id, 3)], INFINITE, False)
-    requests[5] = EnqueueRequest([_message(manager, queue.id, 5)], INFINITE, False, sees_its_message)
-    requests[6] = EnqueueRequest([_message(manager, queue.id, 6)], INFINITE, False, refuses)
+    requests[3] = EnqueueRequest([_message(manager, gone.id, 3)])
+    requests[5] = EnqueueRequest([_message(manager, queue.id, 5)], sees_its_message)
+    requests[6] = EnqueueRequest([_message(manager, queue.id, 6)], refuses)
     store = _store(manager)
     outcomes = await asyncio.gather(*(store.enqueue_request(r) for r in requests), return_exceptions=True)
 
@@ -112,7 +112,7 @@ async def test_a_duplicate_in_the_same_batch_is_answered_as_such(manager: QueueM
     store = _store(manager)
     answers = await asyncio.gather(
         *(
-            store.enqueue([_message(manager, queue.id, number, "srmp-id-1")], INFINITE, False)
+            store.enqueue([_message(manager, queue.id, number, "srmp-id-1")])
             for number in range(2)
         )
     )

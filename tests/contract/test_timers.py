@@ -301,8 +301,7 @@ async def _bulk(manager: QueueManager, queue_id: int, number: int, body: bytes) 
         )
         for _ in range(number)
     ]
-    info = await manager.info()
-    await manager.store.enqueue(batch, info.quota_kb, info.throttled)
+    await manager.store.enqueue(batch)
 
 
 @pytest.mark.parametrize("manager_config", [ManagerConfig(sweep_batch=3)])
@@ -431,7 +430,7 @@ async def test_two_sweepers_on_one_database_never_handle_a_message_twice(
         )
         for number in range(600)
     ]
-    await manager.store.enqueue(batch, INFINITE, False)
+    await manager.store.enqueue(batch)
     config = ManagerConfig(sweep_batch=20)
     stores = [SqlStore(make_engine(database_url)) for _ in range(2)]
     sweepers = [QueueManager(store, LocalWakeUps(), clock, config) for store in stores]

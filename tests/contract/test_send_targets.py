@@ -1,0 +1,81 @@
+"""Sends remember their destination queue (no queue read before the commit); a queue that
+another process deleted, or deleted and created again, is still found correctly."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from qm.clock import SettableClock
+from qm.config import ManagerConfig
+from qm.errors import MqErrorCode
+from qm.manager import QueueManager
+from qm.model import MessageProperties, QueueSettings
+from qm.reading import QueueReader
+from storage.engine import make_engine
+from storage.store import SqlStore
+from storage.wakeups import LocalWakeUps
+from tests.contract.support import bodies_of, counts, mq_error, new_queue
+
+pytestmark = pytest.mark.anyio
+
+PATH = "private$/orders"
+OTHER = "private$/invoices"
+
+
+@pytest.fixture
+async def other_process(database_url: str, clock: SettableClock) -> AsyncIterator[QueueManager]:
+    """A second queue manager on the same database, as another gateway process would be."""
+    store = SqlStore(make_engine(database_url))
+    other = QueueManager(store, LocalWakeUps(poll_interval=0.5), clock, ManagerConfig())
+    await other.start()
+    yield other
+    await store.close()
+
+
+async def _send(manager: QueueManager, path: str, body: bytes) -> None:
+    await manager.send(path, MessageProperties(body=body))
+
+
+async def test_a_send_after_the_queue_was_recreated_elsewhere_reaches_the_new_queue(
+    manager: QueueManager, other_process: QueueManager, reader: QueueReader
+) -> None:
+    await new_queue(manager, PATH)
+    await _send(manager, PATH, b"first")
+    assert manager.send_targets.get(manager.resolve(PATH).key) is not None
+    await other_process.delete_queue(PATH)
+    await new_queue(other_process, PATH, QueueSettings(label="again"))
+    await _send(manager, PATH, b"second")
+    assert bodies_of([await reader.receive(PATH, 0)]) == [b"second"]
+    assert (await manager.get_queue(PATH)).settings.label == "again"
+
+
+async def test_a_send_to_a_queue_deleted_elsewhere_is_refused(
+    manager: QueueManager, other_process: QueueManager
+) -> None:
+    await new_queue(manager, PATH)
+    await _send(manager, PATH, b"first")
+    await other_process.delete_queue(PATH)
+    with mq_error(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND):
+        await _send(manager, PATH, b"lost?")
+    assert manager.send_targets.get(manager.resolve(PATH).key) is None
+
+
+async def test_a_remembered_id_reused_by_another_queue_is_not_followed(
+    manager: QueueManager, other_process: QueueManager, reader: QueueReader, database_url: str
+) -> None:
+    """SQLite may give a new queue the ID of the last one deleted; the remembered ID must
+    then not carry a message into that other queue."""
+    await new_queue(manager, PATH)
+    await _send(manager, PATH, b"first")
+    remembered = manager.send_targets.get(manager.resolve(PATH).key)
+    assert remembered is not None
+    await other_process.delete_queue(PATH)
+    await new_queue(other_process, OTHER)
+    if database_url.startswith("sqlite"):  # the case this test is about
+        assert (await manager.get_queue(OTHER)).id == remembered.id
+    with mq_error(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND):
+        await _send(manager, PATH, b"not for invoices")
+    assert await counts(manager, OTHER) == (0, 0)
+    assert await reader.receive(OTHER, 0) is None
