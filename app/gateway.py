@@ -41,7 +41,9 @@ class Gateway:
     srmp: SrmpCounters = field(default_factory=SrmpCounters)
 
 
-def _gateway(request: Request) -> Gateway:
+async def _gateway(request: Request) -> Gateway:
+    # async although it awaits nothing: FastAPI runs a plain `def` dependency in a worker
+    # thread, a thread hand-off on every request.
     gateway: Gateway = request.app.state.gateway
     return gateway
 

@@ -87,7 +87,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     app = FastAPI(title="msmq-gateway", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     errors.install(app)
     app.add_middleware(srmp.SrmpRequestTarget, virtual_directory=settings.srmp_virtual_directory)
-    openapi.install(app)
+    openapi.install(app, srmp.SRMP_OPENAPI)
     # lookup before messages: `{path:path}/receive` would also match `.../messages/first/receive`.
     for router in (
         queue_manager.router,

@@ -27,12 +27,15 @@ _BAD_REQUEST = problem_example(
 )
 
 
-def install(app: FastAPI) -> None:
+def install(app: FastAPI, served_below_the_router: dict[str, Any]) -> None:
+    """`served_below_the_router`: OpenAPI paths of endpoints that middleware serves itself."""
+
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             document = get_openapi(
                 title=app.title, version=app.version, description=app.description, routes=app.routes
             )
+            document["paths"] |= served_below_the_router
             app.openapi_schema = _problems_instead_of_422(document)
         return app.openapi_schema
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict
 from http import HTTPStatus
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.docs import SRMP_STATISTICS_EXAMPLE, example
-from app.gateway import GatewayDep
+from app.gateway import Gateway, GatewayDep
 from qm.errors import MqError, MqErrorCode, QuotaExceeded
 from qm.manager import SINGLE_MESSAGE_TRANSACTION
 from qm.streams import StreamPosition
@@ -54,43 +54,68 @@ _REFUSED_FOR_GOOD = frozenset(
 )
 
 
-@router.post(
-    "/msmq/{path:path}",
-    summary="Receive an SRMP message from an MSMQ sender",
-    description="The body is an SRMP request as Windows MSMQ POSTs it (multipart/related: SOAP envelope "
-    "plus the body as an attachment). The queue comes from the envelope's `<to>`, which must name a "
-    "host in MSMQGW_LOCAL_HOST_NAMES. Answers 200 with an empty body once the message is stored.",
-    responses={
-        200: {
-            "description": "Stored (or a duplicate of a stored message)",
-            "content": {"text/plain": {"example": ""}},
-        },
-        400: {"description": "Malformed, or not for a queue of this gateway: the sender gives up"},
-        413: {"description": "Larger than the configured maximum"},
-        500: {"description": "Machine quota reached or throttled: the sender retries"},
-        503: {"description": "Queue quota reached or store unavailable: the sender retries"},
-    },
-)
-async def receive_srmp(path: str, request: Request, gateway: GatewayDep) -> Response:
+SRMP_OPENAPI: dict[str, Any] = {
+    "/msmq/{path}": {
+        "post": {
+            "tags": ["srmp"],
+            "summary": "Receive an SRMP message from an MSMQ sender",
+            "description": "The body is an SRMP request as Windows MSMQ POSTs it (multipart/related: SOAP "
+            "envelope plus the body as an attachment). The queue comes from the envelope's `<to>`, which "
+            "must name a host in MSMQGW_LOCAL_HOST_NAMES. Answers 200 with an empty body once the message "
+            "is stored. Any case of the virtual directory, `\\` separators and absolute request targets "
+            "are accepted; other methods get 405.",
+            "operationId": "receive_srmp_msmq__path__post",
+            "parameters": [
+                {
+                    "in": "path",
+                    "name": "path",
+                    "required": True,
+                    "schema": {"title": "Path", "type": "string"},
+                }
+            ],
+            "requestBody": {
+                "required": True,
+                "content": {"multipart/related": {"schema": {"type": "string", "format": "binary"}}},
+            },
+            "responses": {
+                "200": {
+                    "description": "Stored (or a duplicate of a stored message)",
+                    "content": {"text/plain": {"example": ""}},
+                },
+                "400": {"description": "Malformed, or not for a queue of this gateway: the sender gives up"},
+                "413": {"description": "Larger than the configured maximum"},
+                "500": {"description": "Machine quota reached or throttled: the sender retries"},
+                "503": {"description": "Queue quota reached or store unavailable: the sender retries"},
+            },
+        }
+    }
+}
+"""The SRMP endpoint in the OpenAPI document: it is served by `SrmpRequestTarget` below the
+router, so FastAPI does not see it."""
+
+
+async def answer_srmp(scope: Scope, receive: Receive, gateway: Gateway) -> HTTPStatus:
+    """Read, parse and store one SRMP request; the status is all the sender gets."""
+    path = scope["path"]
     try:
-        envelope = await _read_envelope(request)
+        envelope = await _read_envelope(scope, receive)
         outcome = await _store(envelope, gateway)
     except SrmpError as error:
-        return _answer(HTTPStatus(error.status), error.reason, path, gateway)
+        return _refused(HTTPStatus(error.status), error.reason, path, gateway)
     except QuotaExceeded as error:
         status = HTTPStatus.INTERNAL_SERVER_ERROR if error.machine else HTTPStatus.SERVICE_UNAVAILABLE
-        return _answer(status, error.detail, path, gateway)
+        return _refused(status, error.detail, path, gateway)
     except MqError as error:
         status = (
             HTTPStatus.BAD_REQUEST if error.code in _REFUSED_FOR_GOOD else HTTPStatus.INTERNAL_SERVER_ERROR
         )
-        return _answer(status, error.detail, path, gateway)
+        return _refused(status, error.detail, path, gateway)
     except DATABASE_ERRORS as error:
         log.exception("SRMP message to %s not stored", path)
         status = HTTPStatus.SERVICE_UNAVAILABLE if is_unavailable(error) else HTTPStatus.INTERNAL_SERVER_ERROR
-        return _answer(status, "the message store failed", path, gateway)
+        return _refused(status, "the message store failed", path, gateway)
     setattr(gateway.srmp, outcome, getattr(gateway.srmp, outcome) + 1)
-    return Response(status_code=HTTPStatus.OK, content=b"")
+    return HTTPStatus.OK
 
 
 @router.get(
@@ -103,16 +128,27 @@ async def statistics(gateway: GatewayDep) -> dict[str, int]:
     return asdict(gateway.srmp)
 
 
-async def _read_envelope(request: Request) -> SrmpEnvelope:
-    chunked = "chunked" in request.headers.get("transfer-encoding", "").lower()
-    check_request_head(request.method, request.headers.get("content-length"), chunked=chunked)
-    chunks, size = [], 0
-    async for chunk in request.stream():
+async def _read_envelope(scope: Scope, receive: Receive) -> SrmpEnvelope:
+    headers = _headers(scope)
+    chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+    check_request_head(scope["method"], headers.get("content-length"), chunked=chunked)
+    chunks, size, more = [], 0, True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise SrmpError(HTTPStatus.BAD_REQUEST, "the sender went away before the body ended")
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > DEFAULT_LIMITS.max_request_bytes:
             raise SrmpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "the request body is too large")
         chunks.append(chunk)
-    return parse_request(b"".join(chunks), request.headers.get("content-type"))
+        more = message.get("more_body", False)
+    return parse_request(b"".join(chunks), headers.get("content-type"))
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """The request's headers by lower-case name (a repeated header: its last value)."""
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
 
 
 async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> Outcome:
@@ -188,33 +224,40 @@ def _local_queue(envelope: SrmpEnvelope, gateway: GatewayDep) -> str:
     return queue.url_path
 
 
-def _answer(status: HTTPStatus, reason: str, path: str, gateway: GatewayDep) -> Response:
+def _refused(status: HTTPStatus, reason: str, path: str, gateway: Gateway) -> HTTPStatus:
     if status == HTTPStatus.BAD_REQUEST:
         gateway.srmp.refused += 1
     else:
         gateway.srmp.retry_later += 1
-    log.info("SRMP POST to /msmq/%s answered %d: %s", path, status, reason)
-    return Response(status_code=status, content=b"")
+    log.info("SRMP POST to %s answered %d: %s", path, status, reason)
+    return status
 
 
 class SrmpRequestTarget:
-    """ASGI middleware for the request targets Windows senders write (reference §1.1): any case
-    of the virtual directory, `\\` separators and the absolute form `http://host/msmq/...` all
-    reach the `/msmq/...` route; other methods there get a bodiless 405, as SRMP expects."""
+    """ASGI middleware that serves the SRMP endpoint itself, ahead of FastAPI's routing (the
+    hot path of the gateway: a Windows sender's POST costs no route matching, dependency
+    solving or Request object). It takes the request targets Windows senders write
+    (reference §1.1): any case of the virtual directory, `\\` separators and the absolute
+    form `http://host/msmq/...`; other methods there get a bodiless 405, as SRMP expects."""
 
     def __init__(self, app: ASGIApp, virtual_directory: str) -> None:
         self._app = app
         self._prefix = f"/{virtual_directory.strip('/')}/".casefold()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            path = _srmp_path(scope["path"], self._prefix)
-            if path is not None:
-                if scope["method"] != "POST":
-                    await _bare_405(send)
-                    return
-                scope = dict(scope, path=path)
-        await self._app(scope, receive, send)
+        path = _srmp_path(scope["path"], self._prefix) if scope["type"] == "http" else None
+        if path is None:
+            await self._app(scope, receive, send)
+        elif scope["method"] != "POST":
+            await _bare(send, HTTPStatus.METHOD_NOT_ALLOWED, [(b"allow", b"POST")])
+        else:
+            gateway: Gateway = scope["app"].state.gateway
+            try:
+                status = await answer_srmp(dict(scope, path=path), receive, gateway)
+            except Exception:  # an empty 500 still: the sender retries later
+                log.exception("SRMP POST to %s failed", path)
+                status = HTTPStatus.INTERNAL_SERVER_ERROR
+            await _bare(send, status)
 
 
 def _srmp_path(target: str, prefix: str) -> str | None:
@@ -227,7 +270,8 @@ def _srmp_path(target: str, prefix: str) -> str | None:
     return "/msmq/" + unified[len(prefix) :]
 
 
-async def _bare_405(send: Send) -> None:
-    headers = [(b"allow", b"POST"), (b"content-length", b"0")]
-    await send({"type": "http.response.start", "status": 405, "headers": headers})
+async def _bare(send: Send, status: HTTPStatus, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """A response with no body: all an SRMP sender reads is the status."""
+    head = [*(headers or []), (b"content-length", b"0")]
+    await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": b""})

@@ -22,7 +22,7 @@ rules_router = APIRouter(prefix="/api/rules", tags=["triggers"])
 router = APIRouter(prefix="/api/triggers", tags=["triggers"])
 
 
-def _admin(request: Request) -> TriggerAdmin:
+async def _admin(request: Request) -> TriggerAdmin:
     admin: TriggerAdmin = request.app.state.trigger_admin
     return admin
 
