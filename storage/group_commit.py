@@ -71,7 +71,9 @@ class GroupCommit(Generic[Request, Result]):
                 await asyncio.sleep(self._max_wait_s)  # a bounded wait for company, not synchronisation
             batch = self._pending[: self._max_batch]
             del self._pending[: self._max_batch]
-            await self._commit(batch)
+            batch = [(request, answer) for request, answer in batch if not answer.done()]
+            if batch:  # a caller cancelled before its batch began is left out of it
+                await self._commit(batch)
 
     async def _commit(self, batch: list[tuple[Request, asyncio.Future[Result]]]) -> None:
         try:

@@ -45,6 +45,14 @@ class EnqueueRequest:
         return all(item.properties.delivery is Delivery.EXPRESS for item in self.messages)
 
 
+@dataclass(frozen=True, slots=True)
+class ReceiveRequest:
+    """One caller's plain receive of a queue's first message, as the group commit batches it."""
+
+    queue: Queue
+    now: datetime
+
+
 class MessageStore(StreamStore):
     def __init__(self, engine: AsyncEngine, group_commit: GroupCommitConfig | None = None) -> None:
         super().__init__(engine)
@@ -52,6 +60,9 @@ class MessageStore(StreamStore):
         self._relaxed_express = config.relaxed_express
         self.group_commit: GroupCommit[EnqueueRequest, list[EnqueueResult]] = GroupCommit(
             self._enqueue_batch, config.max_batch, config.max_wait_s
+        )
+        self.receive_group: GroupCommit[ReceiveRequest, Message | None] = GroupCommit(
+            self._receive_batch, config.max_batch, config.max_wait_s
         )
 
     async def enqueue(self, batch: Sequence[NewMessage]) -> list[EnqueueResult]:
@@ -68,6 +79,7 @@ class MessageStore(StreamStore):
 
     async def close(self) -> None:
         await self.group_commit.close()
+        await self.receive_group.close()
         await super().close()
 
     async def _enqueue_batch(
@@ -228,6 +240,8 @@ class MessageStore(StreamStore):
         return [rows.message_from_row(row) for row in found]
 
     async def take(self, queue: Queue, selector: Selector, now: datetime, claim: Claim) -> Message | None:
+        if claim.kind is ClaimKind.RECEIVE and selector == _FIRST:
+            return await self.receive_group.submit(ReceiveRequest(queue, now))
         target = statements.select_target(queue.id, selector, rows.to_us(now), lock_rows=not self._sqlite)
         where = m.lookup_id == target.scalar_subquery()
         async with self._transaction() as connection:
@@ -243,24 +257,49 @@ class MessageStore(StreamStore):
 
     async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
         """Receive up to `limit` available messages in queue order with one DELETE statement."""
+        async with self._transaction() as connection:
+            taken = await self._delete_first(connection, queue.id, limit, now)
+            if taken:
+                known = {queue.id: (queue.path, queue.settings.journal)}
+                await Consequences(self, connection, now).removed(taken, Reason.RECEIVED, known)
+        return [rows.message_from_row(row) for row in taken]
+
+    async def _receive_batch(self, requests: Sequence[ReceiveRequest]) -> list[Message | None]:
+        """Concurrent plain receives in one transaction (one commit, one fsync): each queue's
+        first messages, one per caller, handed out in queue order to the callers in the order
+        they asked. A caller left without a message gets None and waits as before."""
+        now = max(request.now for request in requests)  # the strictest view of TTBR
+        callers: dict[int, list[int]] = {}
+        for index, request in enumerate(requests):
+            callers.setdefault(request.queue.id, []).append(index)
+        known = {r.queue.id: (r.queue.path, r.queue.settings.journal) for r in requests}
+        answers: list[Message | None] = [None] * len(requests)
+        async with self._transaction() as connection:
+            gone: list[Any] = []
+            for queue_id, indexes in callers.items():
+                taken = await self._delete_first(connection, queue_id, len(indexes), now)
+                for index, row in zip(indexes, taken, strict=False):
+                    answers[index] = rows.message_from_row(row)
+                gone.extend(taken)
+            await Consequences(self, connection, now).removed(gone, Reason.RECEIVED, known)
+        return answers
+
+    async def _delete_first(
+        self, connection: AsyncConnection, queue_id: int, limit: int, now: datetime
+    ) -> list[Any]:
+        """Delete the queue's first `limit` available messages; return their rows in queue order."""
         pinned = not self._sqlite
         first = (
             sa.select(m.lookup_id)
-            .where(statements.available_in(queue.id, rows.to_us(now), pinned))
+            .where(statements.available_in(queue_id, rows.to_us(now), pinned))
             .order_by(*statements.queue_order(queue_first=pinned))
             .limit(limit)
         )
         if not self._sqlite:
             first = first.with_for_update(skip_locked=True)
         statement = sa.delete(messages).where(m.lookup_id.in_(first)).returning(*messages.c)
-        async with self._transaction() as connection:
-            taken = sorted(
-                (await connection.execute(statement)).mappings().all(), key=lambda row: row["lookup_id"]
-            )
-            if taken:
-                known = {queue.id: (queue.path, queue.settings.journal)}
-                await Consequences(self, connection, now).removed(taken, Reason.RECEIVED, known)
-        return [rows.message_from_row(row) for row in taken]
+        found = (await connection.execute(statement)).mappings().all()
+        return sorted(found, key=lambda row: row["lookup_id"])
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState:
         statement = sa.select(m.state, m.ttbr_deadline).where(
@@ -298,6 +337,10 @@ class MessageStore(StreamStore):
             else:
                 await self._unlock(connection, [row])
             return PositionState.LOCKED, row["queue_id"]
+
+
+_FIRST = Selector()
+"""A plain receive's selector: the queue's first available message."""
 
 
 def _hold(claim: Claim) -> dict[str, Any]:

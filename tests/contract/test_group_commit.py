@@ -13,7 +13,7 @@ from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
 from qm.model import MessageProperties, NewMessage
 from qm.reading import QueueReader
-from qm.store import EnqueueOutcome, EnqueueResult
+from qm.store import Claim, EnqueueOutcome, EnqueueResult, Selector
 from storage.message_store import EnqueueRequest
 from storage.store import SqlStore
 from storage.tables import messages
@@ -22,6 +22,7 @@ from tests.contract.support import bodies_of, counts, new_queue
 pytestmark = pytest.mark.anyio
 
 PATH = "private$/group-commit"
+OTHER = "private$/group-commit-other"
 SENDERS = 20
 
 
@@ -132,3 +133,42 @@ async def test_a_batched_receive_takes_the_first_messages_in_queue_order(
     assert bodies_of(await reader.receive_many(PATH, 0, 100)) == [b"0", b"4"]
     assert await reader.receive_many(PATH, 0, 100) == []
     assert await counts(manager, PATH) == (0, 0)
+
+
+async def test_concurrent_receives_are_taken_by_one_commit_one_message_each(manager: QueueManager) -> None:
+    """Plain receives that arrive together share a transaction: each caller gets its own
+    message, the queues' first ones handed out in the order the callers asked; a caller
+    beyond a queue's messages gets None."""
+    await new_queue(manager, PATH)
+    await new_queue(manager, OTHER)
+    for number, priority in enumerate([0, 3, 0, 7]):
+        await manager.send(PATH, MessageProperties(body=str(number).encode(), priority=priority))
+    await manager.send(OTHER, MessageProperties(body=b"other"))
+    orders, other = await manager.get_queue(PATH), await manager.get_queue(OTHER)
+    store = _store(manager)
+    commits_before = store.receive_group.stats.commits
+    now = manager.clock.now()
+    callers = [orders] * 5 + [other] * 2
+    taken = await asyncio.gather(*(store.take(queue, Selector(), now, Claim()) for queue in callers))
+    assert store.receive_group.stats.commits - commits_before == 1
+    assert bodies_of(taken[:4]) == [b"3", b"1", b"0", b"2"]
+    assert taken[4] is None
+    assert bodies_of(taken[5:6]) == [b"other"] and taken[6] is None
+    assert await counts(manager, PATH) == (0, 0)
+    assert await counts(manager, OTHER) == (0, 0)
+
+
+async def test_a_receive_cancelled_before_its_batch_takes_nothing(manager: QueueManager) -> None:
+    await new_queue(manager, PATH)
+    for body in (b"kept", b"second"):
+        await manager.send(PATH, MessageProperties(body=body))
+    queue = await manager.get_queue(PATH)
+    store = _store(manager)
+    now = manager.clock.now()
+    blocker = asyncio.ensure_future(store.take(queue, Selector(), now, Claim()))
+    await asyncio.sleep(0)  # one turn of the loop: the first receive's batch is under way
+    doomed = asyncio.ensure_future(store.take(queue, Selector(), now, Claim()))
+    await asyncio.sleep(0)  # queued behind it
+    doomed.cancel()
+    assert bodies_of([await blocker]) == [b"kept"]
+    assert bodies_of([await store.take(queue, Selector(), now, Claim())]) == [b"second"]
