@@ -88,9 +88,7 @@ async def test_a_message_that_cannot_be_stored_fails_alone(manager: QueueManager
     async def refuses(_connection: AsyncConnection, _results: list[EnqueueResult]) -> None:
         raise RuntimeError("stream state refused")
 
-    requests = [
-        EnqueueRequest([_message(manager, queue.id, number)]) for number in range(10)
-    ]
+    requests = [EnqueueRequest([_message(manager, queue.id, number)]) for number in range(10)]
     requests[3] = EnqueueRequest([_message(manager, gone.id, 3)])
     requests[5] = EnqueueRequest([_message(manager, queue.id, 5)], sees_its_message)
     requests[6] = EnqueueRequest([_message(manager, queue.id, 6)], refuses)
@@ -112,10 +110,7 @@ async def test_a_duplicate_in_the_same_batch_is_answered_as_such(manager: QueueM
     queue = await manager.get_queue(PATH)
     store = _store(manager)
     answers = await asyncio.gather(
-        *(
-            store.enqueue([_message(manager, queue.id, number, "srmp-id-1")])
-            for number in range(2)
-        )
+        *(store.enqueue([_message(manager, queue.id, number, "srmp-id-1")]) for number in range(2))
     )
     assert sorted(result.outcome.name for [result] in answers) == ["ACCEPTED", "DUPLICATE"]
     assert (await counts(manager, PATH))[0] == 1
