@@ -344,6 +344,12 @@ class QueueManager:
     async def due_stream_receipts(self, limit: int = 100) -> list[StreamReceiptDue]:
         return await self.store.due_stream_receipts(self.clock.now(), limit)
 
+    async def new_message_id(self) -> str:
+        """A fresh ID (`{guid}\\sequence`) for a message this queue manager sends without storing
+        it. The sequence comes from the durable counter of stored messages, so it never repeats
+        one (a receiver's duplicate check would drop the later message) and grows."""
+        return await self.store.new_message_id()
+
     async def stream_receipt_sent(self, due: StreamReceiptDue) -> None:
         await self.store.stream_receipt_sent(due.stream_id, due.last_ordinal, self.clock.now())
 

@@ -180,6 +180,11 @@ class Store(TriggerStore, Protocol):
         """The last counter value handed out (low 56 bits of lookup IDs)."""
         ...
 
+    async def new_message_id(self) -> str:
+        """A message ID of this queue manager for a message it sends without storing it (a
+        stream receipt), from the counter that numbers stored messages: never handed out twice."""
+        ...
+
     async def end_lock(
         self, lookup_id: int, tag: str, commit: bool, now: datetime
     ) -> tuple[PositionState, int]:
