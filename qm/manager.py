@@ -12,7 +12,7 @@ from datetime import timedelta
 from qm import outbound, rules, streams
 from qm.clock import Clock
 from qm.config import ManagerConfig, TransactionTtbr
-from qm.disposal import Departure, DisposalPolicy, PlacementKind, Reason
+from qm.disposal import Departure, DisposalPolicy, PlacementKind, Reason, final_outcome
 from qm.errors import MqError, MqErrorCode, QuotaExceeded
 from qm.format_names import LocalIdentity, local_queue_path, parse_format_name
 from qm.model import (
@@ -357,6 +357,20 @@ class QueueManager:
         """A stream receipt for a stream this gateway sends; None when it is not one of ours."""
         return await self.store.outgoing_stream_acknowledged(stream_id, last_ordinal, self.clock.now())
 
+    async def final_receipt_received(
+        self, stream_id: str, original_message_id: str, positive: bool, message_class: int | None
+    ) -> bool | None:
+        """A final receipt (reference §4.4) for a message sent on one of this gateway's streams:
+        True when it settled a waiting message (a negative outcome puts it in DEADXACT), False
+        when no such message waits (it did not ask for MQMSG_DEADLETTER, or was settled already:
+        the receipt is dropped), None when the stream is not ours. A negative class §4.4 does
+        not list settles nothing: the message waits for its TTBR."""
+        outcome = final_outcome(positive, message_class)
+        if outcome is None:
+            return False
+        now = self.clock.now()
+        return await self.store.outgoing_final_receipt(stream_id, original_message_id, outcome, now)
+
     async def stream_receipt_failed(self, due: StreamReceiptDue, retry: bool) -> None:
         """Retry on the backoff schedule, or (a target never allowed) wait for the next message."""
         retry_at = self.clock.now() + streams.retry_delay(due.attempts + 1) if retry else None
@@ -512,4 +526,5 @@ def stored_message(lookup_id: int, message_id: str, new_message: NewMessage) -> 
         abort_count=0,
         transaction_id=new_message.transaction_id,
         destination_queue=new_message.destination_queue,
+        stream=new_message.stream,
     )

@@ -241,6 +241,13 @@ class Store(TriggerStore, Protocol):
         """Remove the messages a stream receipt covers; None for a stream not sent from here."""
         ...
 
+    async def outgoing_final_receipt(
+        self, stream_id: str, message_id: str, reason: Reason, now: datetime
+    ) -> bool | None:
+        """Settle a message sent on `stream_id` by its final receipt (reference §4.4); False when
+        no such message waits, None when the stream is not one this gateway sends."""
+        ...
+
     async def outgoing_finished(self, queue_id: int, lookup_id: int, reason: Reason, now: datetime) -> bool:
         """Remove a message that left its outgoing queue (DELIVERED, or a failure reason)."""
         ...
