@@ -63,11 +63,15 @@ async def recording() -> AsyncIterator[RecordingClient]:
     await client.close()
 
 
+@pytest.fixture(autouse=True)
+def quiet_senders(app: FastAPI) -> None:
+    """The background senders start a pass whenever `outbound_work` is set, and a pass of
+    theirs would race the test's own: they keep waiting on an event nobody sets any more."""
+    gateway_of(app).manager.outbound_work = asyncio.Event()
+
+
 def gateway_of(app: FastAPI) -> Gateway:
-    """The running app's objects, its background senders quiet: they start a pass whenever
-    `outbound_work` is set, and a pass of theirs would race the test's own."""
     gateway: Gateway = app.state.gateway
-    gateway.manager.outbound_work = asyncio.Event()
     return gateway
 
 
