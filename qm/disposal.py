@@ -13,8 +13,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from qm import acks
+from qm import acks, final_receipts
 from qm.errors import MqError
+from qm.final_receipts import StreamOrigin
 from qm.format_names import LocalIdentity, local_queue_path, parse_format_name
 from qm.model import JournalFlags, Message, MessageClass, MessageProperties
 from qm.paths import (
@@ -25,6 +26,7 @@ from qm.paths import (
     parse_queue_path,
     system_queue_path,
 )
+from qm.streams import StreamPosition
 
 
 class Reason(enum.Enum):
@@ -50,11 +52,21 @@ class Reason(enum.Enum):
         return bool(self.value & 0x8000)
 
 
+def final_outcome(positive: bool, message_class: int | None) -> Reason | None:
+    """What a final receipt (reference §4.4) says happened to a message this queue manager sent:
+    the class when it is one of §4.4's outcomes (0x4000 positive: DELIVERED), else the decision
+    when it is positive; None for a negative decision of a class §4.4 does not list."""
+    if message_class is not None and final_receipts.final_class(message_class) is not None:
+        return Reason.DELIVERED if message_class == MessageClass.ACK_RECEIVE else Reason(message_class)
+    return Reason.DELIVERED if positive else None
+
+
 class PlacementKind(enum.Enum):
     JOURNAL = "journal"
     COMPUTER_JOURNAL = "computer-journal"
     DEAD_LETTER = "dead-letter"
     ACKNOWLEDGMENT = "acknowledgment"
+    FINAL_RECEIPT = "final-receipt"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +83,8 @@ class Placement:
     destination_queue: str | None
     original_arrived_time: datetime | None = None
     """Copies: when the original arrived in its queue (for the pipeline's export view)."""
+    stream: StreamPosition | None = None
+    """Final receipts: the stream they report on and the ordinal their `<streamReceipt>` covers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +95,8 @@ class Departure:
     queue: QueuePath
     queue_journal: bool
     transactional: bool
+    stream: StreamOrigin | None = None
+    """The incoming SRMP stream the message arrived on (where its final receipt goes)."""
 
 
 class DisposalPolicy:
@@ -103,7 +119,34 @@ class DisposalPolicy:
         if reason.negative:
             placements.extend(self._dead_letter(departure, reason))
         placements.extend(self._acknowledgment(departure, reason, now))
+        placements.extend(self.final_receipt(departure, reason, now))
         return placements
+
+    def final_receipt(self, departure: Departure, reason: Reason, now: datetime) -> list[Placement]:
+        """Reference §4.4: a transactional stream message sent with MQMSG_DEADLETTER reports
+        its outcome to the stream's `sendReceiptsTo`, through that URL's outgoing queue."""
+        origin, message = departure.stream, departure.message
+        message_class = final_receipts.final_class(reason.value)
+        if origin is None or message_class is None or not departure.queue.writable:
+            return []
+        if not final_receipts.wanted(message, departure.transactional):
+            return []
+        target = self.remote_queue(f"DIRECT={origin.send_receipts_to}")
+        if target is None:
+            return []  # not an HTTP URL, or one of this gateway's own
+        guid = self.identity.guid
+        properties = final_receipts.receipt_properties(message, message_class, origin, guid, now)
+        stream = StreamPosition(origin.stream_id, origin.last_ordinal)
+        kind = PlacementKind.FINAL_RECEIPT
+        return [Placement(kind, target, properties, "", now, guid, None, stream=stream)]
+
+    def settled_at_source(self, departure: Departure, reason: Reason) -> list[Placement]:
+        """The sending side of §4.4: a negative final receipt puts the message in this queue
+        manager's transactional dead-letter queue, with the receipt's class, if it asked for
+        MQMSG_DEADLETTER; a positive one settles it with nothing more (its journal copy was made
+        when the stream receipt covered it). No acknowledgment either way: the receiver sent
+        the commitment receipts the message asked for (reference §4.6)."""
+        return self._dead_letter(departure, reason) if reason.negative else []
 
     def _in_transit(self, departure: Departure, reason: Reason, now: datetime) -> list[Placement]:
         """An outgoing queue is the sender's side (reference §2.2): arrival there earns nothing;

@@ -13,7 +13,7 @@ from datetime import timedelta
 from qm import outbound, rules, streams
 from qm.clock import Clock
 from qm.config import ManagerConfig, TransactionTtbr
-from qm.disposal import Departure, DisposalPolicy, PlacementKind, Reason
+from qm.disposal import Departure, DisposalPolicy, PlacementKind, Reason, final_outcome
 from qm.errors import MqError, MqErrorCode, QuotaExceeded
 from qm.format_names import LocalIdentity, local_queue_path, parse_format_name
 from qm.model import (
@@ -381,12 +381,32 @@ class QueueManager:
     async def due_stream_receipts(self, limit: int = 100) -> list[StreamReceiptDue]:
         return await self.store.due_stream_receipts(self.clock.now(), limit)
 
+    async def new_message_id(self) -> str:
+        """A fresh ID (`{guid}\\sequence`) for a message this queue manager sends without storing
+        it. The sequence comes from the durable counter of stored messages, so it never repeats
+        one (a receiver's duplicate check would drop the later message) and grows."""
+        return await self.store.new_message_id()
+
     async def stream_receipt_sent(self, due: StreamReceiptDue) -> None:
         await self.store.stream_receipt_sent(due.stream_id, due.last_ordinal, self.clock.now())
 
     async def outgoing_stream_acknowledged(self, stream_id: str, last_ordinal: int) -> int | None:
         """A stream receipt for a stream this gateway sends; None when it is not one of ours."""
         return await self.store.outgoing_stream_acknowledged(stream_id, last_ordinal, self.clock.now())
+
+    async def final_receipt_received(
+        self, stream_id: str, original_message_id: str, positive: bool, message_class: int | None
+    ) -> bool | None:
+        """A final receipt (reference §4.4) for a message sent on one of this gateway's streams:
+        True when it settled a waiting message (a negative outcome puts it in DEADXACT), False
+        when no such message waits (it did not ask for MQMSG_DEADLETTER, or was settled already:
+        the receipt is dropped), None when the stream is not ours. A negative class §4.4 does
+        not list settles nothing: the message waits for its TTBR."""
+        outcome = final_outcome(positive, message_class)
+        if outcome is None:
+            return False
+        now = self.clock.now()
+        return await self.store.outgoing_final_receipt(stream_id, original_message_id, outcome, now)
 
     async def stream_receipt_failed(self, due: StreamReceiptDue, retry: bool) -> None:
         """Retry on the backoff schedule, or (a target never allowed) wait for the next message."""
@@ -543,4 +563,5 @@ def stored_message(lookup_id: int, message_id: str, new_message: NewMessage) -> 
         abort_count=0,
         transaction_id=new_message.transaction_id,
         destination_queue=new_message.destination_queue,
+        stream=new_message.stream,
     )

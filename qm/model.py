@@ -174,7 +174,8 @@ class NewMessage:
     duplicate_key: str | None = None
     """When set, the message is stored only if no message with this key arrived recently."""
     stream: StreamPosition | None = None
-    """For an SRMP stream message: stored only if the stream accepts it (reference §4.2)."""
+    """For an SRMP stream message: stored only if the stream accepts it (reference §4.2). For
+    a final receipt (placed, never admitted): the stream it reports on (Message.stream)."""
     original_arrived_time: datetime | None = None
     received_time: datetime | None = None
     dead_lettered_time: datetime | None = None
@@ -205,6 +206,9 @@ class Message:
     destination_queue: str | None = None
     """For a dead-lettered or journaled copy: the path of the queue it was sent to."""
     transactional: bool = False
+    stream: StreamPosition | None = None
+    """The incoming SRMP stream and ordinal the message arrived on; for a final receipt waiting
+    to be sent, the stream it reports on and the ordinal its `<streamReceipt>` covers."""
 
     @property
     def body_size(self) -> int:

@@ -179,6 +179,11 @@ class Store(TriggerStore, Protocol):
         """The last counter value handed out (low 56 bits of lookup IDs)."""
         ...
 
+    async def new_message_id(self) -> str:
+        """A message ID of this queue manager for a message it sends without storing it (a
+        stream receipt), from the counter that numbers stored messages: never handed out twice."""
+        ...
+
     async def end_lock(
         self, lookup_id: int, tag: str, commit: bool, now: datetime
     ) -> tuple[PositionState, int]:
@@ -233,6 +238,13 @@ class Store(TriggerStore, Protocol):
         self, stream_id: str, last_ordinal: int, now: datetime
     ) -> int | None:
         """Remove the messages a stream receipt covers; None for a stream not sent from here."""
+        ...
+
+    async def outgoing_final_receipt(
+        self, stream_id: str, message_id: str, reason: Reason, now: datetime
+    ) -> bool | None:
+        """Settle a message sent on `stream_id` by its final receipt (reference §4.4); False when
+        no such message waits, None when the stream is not one this gateway sends."""
         ...
 
     async def outgoing_finished(self, queue_id: int, lookup_id: int, reason: Reason, now: datetime) -> bool:

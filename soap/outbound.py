@@ -20,8 +20,9 @@ from soap.envelope import (
     Services,
     SrmpEnvelope,
     Stream,
+    StreamReceipt,
 )
-from soap.ids import MESSAGE_ID_SIZE, MessageId
+from soap.ids import MESSAGE_ID_SIZE, MessageId, StreamId
 from soap.times import SrmpTime, TimerMapping, epoch_of, outbound_timer_fields
 
 _HTTP_FORMAT_PREFIX = "direct="
@@ -61,11 +62,15 @@ def envelope_for(
         rev_via=_address(properties.response_queue),
     )
     delivery_receipt, commitment_receipt = _receipt_elements(message)
+    stream_receipt = _final_receipt_stream(message)
+    if stream_receipt is not None and commitment_receipt is None and delivery_receipt is None:
+        commitment_receipt = _commitment(message)
     return SrmpEnvelope(
         path=path,
         properties=Properties(expires_at, SrmpTime.from_epoch(sent)),
         services=_services(properties.delivery, properties.acknowledge, properties.admin_queue),
         stream=stream,
+        stream_receipt=stream_receipt,
         delivery_receipt=delivery_receipt,
         commitment_receipt=commitment_receipt,
         msmq=msmq,
@@ -90,6 +95,28 @@ def _receipt_elements(message: Message) -> tuple[DeliveryReceipt | None, Commitm
         positive = properties.message_class == MessageClass.ACK_RECEIVE
         return None, CommitmentReceipt(when, positive, original)
     return None, None
+
+
+def _final_receipt_stream(message: Message) -> StreamReceipt | None:
+    """A final receipt (reference §4.4) carries `<streamReceipt>` next to its
+    `<commitmentReceipt>`: the stream it reports on and the ordinal the receiver holds."""
+    if message.stream is None or message.transactional:
+        return None
+    message_class = message.properties.message_class
+    if message_class != MessageClass.ACK_RECEIVE and not message_class & 0x8000:
+        return None
+    return StreamReceipt(StreamId.parse(message.stream.stream_id), message.stream.current)
+
+
+def _commitment(message: Message) -> CommitmentReceipt | None:
+    """`<commitmentReceipt>` for a final outcome outside 0xC000-0xC004 (0x8001, deleted)."""
+    correlation = message.properties.correlation_id
+    if correlation is None or len(correlation) != MESSAGE_ID_SIZE:
+        return None
+    positive = message.properties.message_class == MessageClass.ACK_RECEIVE
+    return CommitmentReceipt(
+        SrmpTime.from_datetime(message.sent_time), positive, MessageId.from_bytes(correlation)
+    )
 
 
 def http_url(format_name: str | None) -> str | None:

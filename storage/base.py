@@ -130,6 +130,11 @@ class StoreBase:
         series = sa.select(message_counter.next_value()).select_from(sa.func.generate_series(1, count))
         return sorted((await connection.execute(series)).scalars().all())
 
+    async def new_message_id(self) -> str:
+        async with self._transaction() as connection:
+            [counter] = await self._allocate_counters(connection, 1)
+        return rules.message_id_for(self._identity(), counter)
+
     async def counter_high_water(self) -> int:
         statement: sa.Executable
         if self._sqlite:

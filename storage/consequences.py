@@ -12,17 +12,19 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm import rules
 from qm.disposal import Departure, Placement, PlacementKind, Reason
-from qm.model import NewMessage, QueueSettings
+from qm.final_receipts import StreamOrigin, final_class
+from qm.model import JournalFlags, NewMessage, QueueSettings
 from qm.paths import QueueKind, QueuePath
 from storage import rows
 from storage.base import add_to_totals
-from storage.tables import messages, outgoing_queues, queues
+from storage.tables import messages, outgoing_queues, queues, srmp_streams
 
 if TYPE_CHECKING:
     from storage.base import StoreBase
 
 q = queues.c
 m = messages.c
+s = srmp_streams.c
 log = logging.getLogger(__name__)
 Target = tuple[int, int, int, bool]
 """A placement's target queue: id, bytes stored, quota (KB), transactional."""
@@ -56,16 +58,70 @@ class Consequences:
         policy = self._store.policy
         if policy is None or not affected:
             return
+        placements: list[Placement] = []
+        for departure in await self._departures(affected, reason, known):
+            placements.extend(policy.consequences(departure, reason, self._now))
+        await self.place(placements)
+
+    async def final_receipts(self, gone: Sequence[Mapping[Any, Any]], reason: Reason) -> None:
+        """Only the final receipts (reference §4.4) of messages removed by a caller that places
+        their other consequences itself (a trigger's rejection)."""
+        policy = self._store.policy
+        if policy is None or not gone:
+            return
+        departures = await self._departures(gone, reason)
+        await self.place([p for d in departures for p in policy.final_receipt(d, reason, self._now)])
+
+    async def concluded(self, gone: Sequence[Mapping[Any, Any]], reason: Reason) -> None:
+        """Rows just deleted from an outgoing queue on a final receipt: subtract them, and place
+        the sender's dead letter of a negative outcome (DisposalPolicy.settled_at_source)."""
+        await add_to_totals(self._connection, gone, sign=-1)
+        policy = self._store.policy
+        if policy is None or not gone:
+            return
+        departures = await self._departures(gone, reason)
+        await self.place([p for d in departures for p in policy.settled_at_source(d, reason)])
+
+    async def _departures(
+        self, affected: Sequence[Mapping[Any, Any]], reason: Reason, known: QueueFacts | None = None
+    ) -> list[Departure]:
         wanted = {row["queue_id"] for row in affected}
         queues_of = dict(known or {})
         if wanted - queues_of.keys():
             queues_of |= await self._queue_facts(wanted - queues_of.keys())
-        placements: list[Placement] = []
+        origins = await self._stream_origins(affected, reason)
+        departures = []
         for row in affected:
             path, journal = queues_of[row["queue_id"]]
-            departure = Departure(rows.message_from_row(row), path, journal, bool(row["transactional"]))
-            placements.extend(policy.consequences(departure, reason, self._now))
-        await self.place(placements)
+            message = rows.message_from_row(row)
+            origin = None if message.stream is None else origins.get(message.stream.stream_id)
+            departures.append(Departure(message, path, journal, bool(row["transactional"]), origin))
+        return departures
+
+    async def _stream_origins(
+        self, affected: Sequence[Mapping[Any, Any]], reason: Reason
+    ) -> dict[str, StreamOrigin]:
+        """The incoming streams of the messages that may earn a final receipt; none looked up
+        for reasons that are no final outcome (arrival, the sender's own outcomes)."""
+        if final_class(reason.value) is None:
+            return {}
+        stream_ids = {
+            row["srmp_stream_id"]
+            for row in affected
+            if row["srmp_stream_id"] is not None
+            and row["transactional"]
+            and row["journal"] & JournalFlags.DEADLETTER
+        }
+        if not stream_ids:
+            return {}
+        columns = (s.stream_id, s.send_receipts_to, s.destination, s.last_ordinal)
+        statement = sa.select(*columns).where(s.stream_id.in_(sorted(stream_ids)))
+        return {
+            row.stream_id: StreamOrigin(
+                row.stream_id, row.send_receipts_to, row.destination, row.last_ordinal
+            )
+            for row in await self._connection.execute(statement)
+        }
 
     async def place(self, placements: Sequence[Placement]) -> None:
         """Insert each placement in its target queue, within the target's quota; drop the rest."""
@@ -127,6 +183,7 @@ def _new_message(placement: Placement, queue_id: int, now: datetime) -> NewMessa
         original_arrived_time=placement.original_arrived_time,
         received_time=now if kind is PlacementKind.JOURNAL else None,
         dead_lettered_time=now if kind is PlacementKind.DEAD_LETTER else None,
+        stream=placement.stream,
     )
 
 

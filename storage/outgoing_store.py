@@ -3,6 +3,7 @@ takes them, with the delivery state an operator looks at."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -10,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.disposal import Reason
-from qm.model import Message
+from qm.model import JournalFlags, Message
 from qm.outbound import OutgoingQueue, OutgoingStreamPosition
 from qm.paths import QueueKind, QueuePath
 from storage import rows
@@ -75,7 +76,8 @@ class OutgoingStore(StoreBase):
         stream message sent after `resend_before` (it waits for its receipt)."""
         now_us = rows.to_us(now)
         waiting = sa.select(sm.lookup_id).where(
-            sm.queue_id == queue_id, sm.last_sent_at > rows.to_us(resend_before)
+            sm.queue_id == queue_id,
+            sa.or_(sm.last_sent_at > rows.to_us(resend_before), sm.acknowledged_at.is_not(None)),
         )
         statement = (
             sa.select(messages)
@@ -182,19 +184,31 @@ class OutgoingStore(StoreBase):
     async def outgoing_stream_acknowledged(
         self, stream_id: str, last_ordinal: int, now: datetime
     ) -> int | None:
-        """A stream receipt: every message up to `last_ordinal` reached its queue and leaves the
-        outgoing queue (DELIVERED). None when the stream is not one this gateway sends."""
+        """A stream receipt: every message up to `last_ordinal` reached its queue. It leaves the
+        outgoing queue (DELIVERED), except a message that asked for MQMSG_DEADLETTER: that one
+        gets its journal copy now and stays, never resent and no longer subject to its time to
+        reach queue, until its final receipt (reference §4.4). None when the stream is not one
+        this gateway sends."""
         async with self._transaction() as connection:
             statement = sa.select(os_.queue_id).where(os_.stream_id == stream_id)
             queue_id = (await connection.execute(statement)).scalar()
             if queue_id is None:
                 return None
             covered = sa.select(sm.lookup_id).where(sm.queue_id == queue_id, sm.ordinal <= last_ordinal)
-            removal = sa.delete(messages).where(m.lookup_id.in_(covered), m.state == AVAILABLE)
+            removal = sa.delete(messages).where(
+                m.lookup_id.in_(covered), m.state == AVAILABLE, sa.not_(_awaits_final_receipt())
+            )
             gone = (await connection.execute(removal.returning(*messages.c))).mappings().all()
-            await Consequences(self, connection, now).removed(gone, Reason.DELIVERED)
+            consequences = Consequences(self, connection, now)
+            await consequences.removed(gone, Reason.DELIVERED)
+            held = await self._hold_for_final_receipt(connection, queue_id, last_ordinal, now)
+            await consequences.follow(held, Reason.DELIVERED)
             await connection.execute(
-                sa.delete(outgoing_stream_messages).where(sm.queue_id == queue_id, sm.ordinal <= last_ordinal)
+                sa.delete(outgoing_stream_messages).where(
+                    sm.queue_id == queue_id,
+                    sm.ordinal <= last_ordinal,
+                    sa.or_(sm.acknowledged_at.is_(None), sm.lookup_id.not_in(sa.select(m.lookup_id))),
+                )
             )
             await connection.execute(
                 sa.update(outgoing_streams)
@@ -204,9 +218,60 @@ class OutgoingStore(StoreBase):
             await connection.execute(
                 sa.update(outgoing_queues)
                 .where(o.queue_id == queue_id)
-                .values(delivered_count=o.delivered_count + len(gone))
+                .values(delivered_count=o.delivered_count + len(gone) + len(held))
             )
-        return len(gone)
+        return len(gone) + len(held)
+
+    @staticmethod
+    async def _hold_for_final_receipt(
+        connection: AsyncConnection, queue_id: int, last_ordinal: int, now: datetime
+    ) -> Sequence[sa.RowMapping]:
+        """Mark the covered messages that wait for their final receipt; return those newly marked."""
+        waiting = sa.select(m.lookup_id).where(
+            m.queue_id == queue_id, m.state == AVAILABLE, _awaits_final_receipt()
+        )
+        marked = (
+            (
+                await connection.execute(
+                    sa.update(outgoing_stream_messages)
+                    .where(
+                        sm.queue_id == queue_id,
+                        sm.ordinal <= last_ordinal,
+                        sm.acknowledged_at.is_(None),
+                        sm.lookup_id.in_(waiting),
+                    )
+                    .values(acknowledged_at=rows.to_us(now))
+                    .returning(sm.lookup_id)
+                )
+            )
+            .scalars()
+            .all()
+        )
+        if not marked:
+            return []
+        reached = sa.update(messages).where(m.lookup_id.in_(marked)).values(ttrq_deadline=None)
+        return (await connection.execute(reached.returning(*messages.c))).mappings().all()
+
+    async def outgoing_final_receipt(
+        self, stream_id: str, message_id: str, reason: Reason, now: datetime
+    ) -> bool | None:
+        """A final receipt for a message sent on `stream_id`: it leaves the outgoing queue, to
+        the transactional dead-letter queue when the outcome is negative (and it asked for
+        that). False when no such message waits here; None when the stream is not ours."""
+        async with self._transaction() as connection:
+            statement = sa.select(os_.queue_id).where(os_.stream_id == stream_id)
+            queue_id = (await connection.execute(statement)).scalar()
+            if queue_id is None:
+                return None
+            removal = sa.delete(messages).where(
+                m.queue_id == queue_id, m.message_id == message_id, m.state == AVAILABLE, m.transactional
+            )
+            gone = (await connection.execute(removal.returning(*messages.c))).mappings().all()
+            await Consequences(self, connection, now).concluded(gone, reason)
+            ids = [row["lookup_id"] for row in gone]
+            if ids:
+                await connection.execute(sa.delete(outgoing_stream_messages).where(sm.lookup_id.in_(ids)))
+        return bool(gone)
 
     async def outgoing_failed(self, queue_id: int, error: str, retry_at: datetime, now: datetime) -> None:
         await self._update_outgoing(
@@ -261,3 +326,9 @@ def _outgoing_from_row(row: sa.RowMapping) -> OutgoingQueue:
         last_attempt_at=rows.optional_time(row["last_attempt_at"]),
         delivered_count=row["delivered_count"],
     )
+
+
+def _awaits_final_receipt() -> sa.ColumnElement[bool]:
+    """A transactional message sent with MQMSG_DEADLETTER: its sender waits for the final
+    receipt (reference §4.4) before it forgets the message."""
+    return sa.and_(m.transactional, m.journal.op("&")(JournalFlags.DEADLETTER.value) != 0)

@@ -19,6 +19,7 @@ from qm.model import (
 )
 from qm.paths import QueueKind, QueuePath
 from qm.store import CursorPlace, CursorRecord, TransactionRecord
+from qm.streams import StreamPosition
 from storage import tables
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -140,6 +141,8 @@ def message_values(message: NewMessage, lookup_id: int, message_id: str) -> dict
         "original_arrived_time": optional_us(message.original_arrived_time),
         "received_time": optional_us(message.received_time),
         "dead_lettered_time": optional_us(message.dead_lettered_time),
+        "srmp_stream_id": None if message.stream is None else message.stream.stream_id,
+        "srmp_ordinal": None if message.stream is None else message.stream.current,
     }
 
 
@@ -181,7 +184,13 @@ def message_from_row(row: Row) -> Message:
         lock_tag=row["lock_tag"],
         destination_queue=row["destination_queue"],
         transactional=bool(row["transactional"]),
+        stream=_stream_of(row),
     )
+
+
+def _stream_of(row: Row) -> StreamPosition | None:
+    stream_id = row["srmp_stream_id"]
+    return None if stream_id is None else StreamPosition(stream_id, row["srmp_ordinal"] or 0)
 
 
 def transaction_from_row(row: Row) -> TransactionRecord:

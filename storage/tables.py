@@ -99,6 +99,11 @@ messages = sa.Table(
     sa.Column("original_arrived_time", sa.BigInteger, nullable=True),
     sa.Column("received_time", sa.BigInteger, nullable=True),
     sa.Column("dead_lettered_time", sa.BigInteger, nullable=True),
+    # The incoming SRMP stream the message arrived on and its ordinal there (its final receipt,
+    # reference §4.4, goes to that stream's sender); on a final receipt in an outgoing queue,
+    # the stream it reports on and the last ordinal its <streamReceipt> covers (migration 0007).
+    sa.Column("srmp_stream_id", sa.String(200), nullable=True),
+    sa.Column("srmp_ordinal", sa.BigInteger, nullable=True),
     # Queue order is (queue, priority DESC, arrival); the lookup ID's high byte is
     # 7 - priority, so (queue, state, lookup_id) serves that order exactly.
     sa.Index("ix_messages_receive_order", "queue_id", "state", "lookup_id"),
@@ -251,10 +256,13 @@ outgoing_stream_messages = sa.Table(
     sa.Column("ordinal", sa.BigInteger, nullable=False),
     sa.Column("last_sent_at", sa.BigInteger, nullable=False),
     sa.Column("sends", sa.Integer, nullable=False),
+    sa.Column("acknowledged_at", sa.BigInteger, nullable=True),
     sa.Index("ix_outgoing_stream_messages_queue_id_ordinal", "queue_id", "ordinal"),
 )
 """A transactional message's place in its outgoing stream, from its first send until a stream
-receipt covers it (it stays in its outgoing queue until then)."""
+receipt covers it (it stays in its outgoing queue until then). A message that asked for
+MQMSG_DEADLETTER stays after that too, `acknowledged_at` set and never resent, until its final
+receipt (reference §4.4) says whether it goes to the transactional dead-letter queue."""
 
 # -- Message Queuing Triggers (reference §9) -------------------------------------------
 

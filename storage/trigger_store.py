@@ -12,7 +12,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from qm.disposal import Placement
+from qm.disposal import Placement, Reason
 from qm.triggers.model import (
     Action,
     ActionKind,
@@ -196,6 +196,7 @@ class TriggerStore(StoreBase):
             consequences = Consequences(self, connection, now)
             await consequences.removed([row], None)
             await consequences.place(placements)
+            await consequences.final_receipts([row], Reason.REJECTED)
             await connection.execute(sa.insert(trigger_invocations).values(_invocation_values(invocation)))
         return True
 

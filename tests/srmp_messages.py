@@ -24,6 +24,7 @@ def stream_request(
     body: bytes | None = None,
     expires_after_s: int = HOUR_S,
     ttrq_after_s: int = 2 * HOUR_S,
+    dead_letter: bool = False,
 ) -> tuple[str, bytes]:
     """`(Content-Type, body)` of stream message `current` (with `<start>` when `receipts_to` is
     given); its message ID follows the stream and the ordinal, so a resend is the same message."""
@@ -40,6 +41,7 @@ def stream_request(
             body_type=0,
             source_qm_guid=SENDER_QM,
             ttrq=SrmpTime.from_epoch(sent + ttrq_after_s),
+            dead_letter=dead_letter,
         ),
         body=body if body is not None else f"body-{current}".encode(),
     )

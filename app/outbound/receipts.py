@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-import secrets
 
 from app.outbound.client import SrmpClient
 from qm.manager import QueueManager
 from qm.outbound import Verdict
 from qm.streams import StreamReceiptDue
 from soap import TimerMapping, build_stream_receipt
-from soap.ids import UINT32_MAX, MessageId, StreamId
+from soap.ids import MessageId, StreamId
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +43,7 @@ class StreamReceiptSender:
             last_ordinal=due.last_ordinal,
             send_receipts_to=due.send_receipts_to,
             destination=due.destination,
-            message_id=MessageId(self._manager.guid, secrets.randbelow(UINT32_MAX) + 1),
+            message_id=MessageId.from_text(await self._manager.new_message_id()),
             sent_at=self._manager.clock.now(),
             mapping=self._mapping,
         )

@@ -30,6 +30,7 @@ from soap import (
     message_properties,
     parse_request,
 )
+from soap.envelope import CommitmentReceipt
 from soap.ids import DEFAULT_MESSAGE_ID
 from soap.urls import parse_http_url, queue_path_of
 from storage.errors import DATABASE_ERRORS, is_unavailable
@@ -186,7 +187,8 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> Outcome:
 
 async def _our_stream_receipt(envelope: SrmpEnvelope, gateway: GatewayDep) -> bool:
     """A receipt for a stream this gateway sends (reference §4.7) settles its outgoing messages
-    and is not stored; a receipt for any other stream is stored like any message."""
+    and is not stored; a receipt for any other stream is stored like any message. With a
+    `<commitmentReceipt>` it is a final receipt (§4.4) as well, settled after the stream part."""
     receipt = envelope.stream_receipt
     assert receipt is not None
     settled = await gateway.manager.outgoing_stream_acknowledged(receipt.stream_id.text, receipt.last_ordinal)
@@ -198,7 +200,27 @@ async def _our_stream_receipt(envelope: SrmpEnvelope, gateway: GatewayDep) -> bo
         receipt.last_ordinal,
         settled,
     )
+    if envelope.commitment_receipt is not None:
+        await _final_receipt(envelope, envelope.commitment_receipt, gateway)
     return True
+
+
+async def _final_receipt(envelope: SrmpEnvelope, commitment: CommitmentReceipt, gateway: GatewayDep) -> None:
+    """Settle the original; a receipt for a message that no longer waits (it did not ask for a
+    dead letter, or an earlier copy of this receipt settled it) is dropped, answered 200."""
+    assert envelope.stream_receipt is not None
+    message_class = envelope.msmq.message_class if envelope.msmq is not None else None
+    original = commitment.id.text
+    settled = await gateway.manager.final_receipt_received(
+        envelope.stream_receipt.stream_id.text, original, commitment.positive, message_class
+    )
+    decision = "positive" if commitment.positive else "negative"
+    if settled:
+        log.info("final receipt for %s: %s (class %s)", original, decision, message_class)
+    else:
+        log.info(
+            "final receipt for %s (%s, class %s) settles nothing here", original, decision, message_class
+        )
 
 
 def _stream_position(envelope: SrmpEnvelope) -> StreamPosition | None:

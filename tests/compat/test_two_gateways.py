@@ -252,3 +252,26 @@ def test_a_message_that_cannot_reach_its_queue_in_time_is_dead_lettered_at_the_s
     assert dead["message_class"] == 0x8002  # MQMSG_CLASS_NACK_REACH_QUEUE_TIMEOUT
     outgoing = pair.outgoing_of_a()["http://localhost:1/msmq/private$/nowhere"]
     assert outgoing["message_count"] == 0 and outgoing["state"] in ("waiting-to-connect", "idle")
+
+
+def test_a_transactional_message_purged_at_the_destination_lands_in_the_senders_deadxact(pair: Pair) -> None:
+    """Reference §4.4: B purges a transactional message A sent with DEADLETTER; B's final receipt
+    (class 0xC001) comes back to A's order queue URL, and A moves its copy, which it kept after
+    the stream receipt, to its transactional dead-letter queue."""
+    pair.b.create_queue("private$/final_tx", transactional=True)
+    target = f"/api/queues/{quote(pair.remote('private$/final_tx'), safe='')}/messages"
+    body = {"body": "purged at B", "label": "final receipt", "journal": DEADLETTER}
+    sent = pair.a.api.post(target, params={"transaction": "single"}, json=body)
+    assert sent.status_code == 201, sent.text
+    eventually(lambda: pair.b.messages("private$/final_tx"), "arrival at B")
+    key = pair.remote("private$/final_tx")[len("DIRECT=") :].casefold()
+    kept = eventually(
+        lambda: (queue := pair.outgoing_of_a().get(key)) and queue["delivered_count"] == 1 and queue,
+        "B's stream receipt reaches A",
+    )
+    assert kept["message_count"] == 1  # kept at A until the final receipt
+    assert pair.b.api.post("/api/queues/private$/final_tx/purge").status_code == 200
+    dead = eventually(lambda: only(pair.a.messages("system$;deadxact"), "final receipt"), "DEADXACT at A")
+    assert dead["message_class"] == 0xC001  # MQMSG_CLASS_NACK_Q_PURGED
+    assert (dead["message_id"], dead["body"]) == (sent.json()["message_id"], "purged at B")
+    assert pair.outgoing_of_a()[key]["message_count"] == 0
