@@ -175,6 +175,8 @@ OUTGOING_QUEUE_EXAMPLE = {
     "last_error": "ConnectError: [Errno 111] Connection refused",
     "last_attempt_at": "2026-11-23T02:10:04.120000Z",
     "next_attempt_at": "2026-11-23T02:10:08.120000Z",
+    "owner": None,
+    "lease_expires_at": None,
 }
 
 SRMP_STATISTICS_EXAMPLE = {

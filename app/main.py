@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import secrets
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -46,6 +49,11 @@ Lookup IDs are decimal strings. Queue paths appear in URLs as `private$/name` or
 """
 
 
+def process_name() -> str:
+    """`host:pid:random`: names this process as the owner of outgoing queue leases."""
+    return f"{socket.gethostname()[:120]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
 def create_app(settings: Settings | None = None, clock: Clock | None = None) -> FastAPI:
     settings = settings or load_settings()
 
@@ -58,7 +66,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         await manager.start()
         client = SrmpClient(settings.srmp_send_timeout_s)
         receipts = StreamReceiptSender(manager, client, settings.srmp_timer_mapping)
-        outgoing_queues = OutgoingQueues(manager)
+        outgoing_queues = OutgoingQueues(manager, process_name())
         app.state.gateway = Gateway(
             settings, manager, QueueReader(manager), CursorService(manager), outgoing_queues
         )

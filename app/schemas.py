@@ -355,6 +355,13 @@ class OutgoingQueueOut(BaseModel):
     last_error: str | None
     last_attempt_at: datetime | None
     next_attempt_at: datetime | None = Field(description="When a waiting queue tries again")
+    owner: str | None = Field(
+        description="The gateway process (`host:pid:tag`) sending this queue now; null when none is"
+    )
+    lease_expires_at: datetime | None = Field(
+        description="When the owner's lease runs out unless it renews it (a process that stopped "
+        "without letting go is taken over after this)"
+    )
 
     @classmethod
     def of(cls, outgoing: OutgoingQueue) -> OutgoingQueueOut:
@@ -371,4 +378,6 @@ class OutgoingQueueOut(BaseModel):
             last_error=outgoing.last_error,
             last_attempt_at=outgoing.last_attempt_at,
             next_attempt_at=outgoing.next_attempt_at if waiting else None,
+            owner=outgoing.owner,
+            lease_expires_at=outgoing.lease_expires_at if outgoing.owner else None,
         )

@@ -7,7 +7,7 @@ import socket
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -83,7 +83,15 @@ class Settings(BaseSettings):
         description="Where receivers send stream receipts for the transactional messages this gateway "
         "sends; default http://<first non-loopback local host name>:<port>/msmq/private$/order_queue$",
     )
-    srmp_send_timeout_s: float = Field(30.0, gt=0, description="Timeout of one outbound SRMP POST")
+    srmp_send_timeout_s: float = Field(
+        30.0, gt=0, description="Longest one outbound SRMP POST may take (at most half the outgoing lease)"
+    )
+    srmp_outgoing_lease_s: float = Field(
+        90.0,
+        gt=0,
+        description="One process sends each outgoing queue at a time; a queue whose process stopped "
+        "(crashed) is taken over by another after this",
+    )
     srmp_send_interval_s: float = Field(
         1.0, gt=0, description="How often due stream receipts and outgoing queues are looked at"
     )
@@ -140,6 +148,16 @@ class Settings(BaseSettings):
         15.0, gt=0, description="A trigger held by a process that stopped renewing moves after this"
     )
 
+    @model_validator(mode="after")
+    def _send_fits_in_lease(self) -> Settings:
+        if self.srmp_send_timeout_s > self.srmp_outgoing_lease_s / 2:
+            raise ValueError(
+                f"srmp_send_timeout_s ({self.srmp_send_timeout_s:g}) must be at most half of "
+                f"srmp_outgoing_lease_s ({self.srmp_outgoing_lease_s:g}): a POST must end before the "
+                "lease covering it can run out"
+            )
+        return self
+
     def display_database_url(self) -> str:
         """The database URL with any password masked, for logs and messages."""
         return make_url(self.database_url).render_as_string(hide_password=True)
@@ -162,6 +180,7 @@ class Settings(BaseSettings):
             receipts_url=self.receipts_url(),
             retry_min_s=self.srmp_retry_min_s,
             retry_max_s=max(self.srmp_retry_max_s, self.srmp_retry_min_s),
+            outgoing_lease_s=self.srmp_outgoing_lease_s,
         )
 
     def receipts_url(self) -> str:

@@ -46,3 +46,6 @@ class ManagerConfig:
     retry_min_s: float = 1.0
     retry_max_s: float = 60.0
     """Outgoing queues retry a failing destination after 1, 2, 4 ... seconds, up to this."""
+    outgoing_lease_s: float = 90.0
+    """How long one process's claim on sending an outgoing queue lasts unless renewed; a queue
+    whose owner stopped (crashed) is taken over by another process after this."""

@@ -51,6 +51,10 @@ class OutgoingQueue:
     last_error: str | None
     last_attempt_at: datetime | None
     delivered_count: int
+    owner: str | None = None
+    """The gateway process sending this queue's messages now (its lease), None when none is."""
+    lease_expires_at: datetime | None = None
+    """When the owner's lease runs out unless renewed; after that any process may take over."""
 
     @property
     def state(self) -> OutgoingState:
@@ -66,6 +70,15 @@ def retry_delay(attempts: int, minimum_s: float, maximum_s: float) -> timedelta:
     """Exponential backoff after `attempts` failures in a row, from `minimum_s` up to `maximum_s`."""
     exponent = min(max(attempts, 1) - 1, 32)
     return timedelta(seconds=min(maximum_s, minimum_s * 2**exponent))
+
+
+def lease_needs_renewal(held_until: datetime | None, now: datetime, lease_s: float) -> bool:
+    """Renew the sending lease when less than two thirds of it is left (or none is held).
+
+    A POST starts only with at least two thirds of a lease left, and the client bounds each POST
+    by the send timeout, which settings keep at most half a lease: a POST always ends before
+    the lease that covered its start runs out, so no other process sends from the queue meanwhile."""
+    return held_until is None or held_until - now < timedelta(seconds=lease_s * 2 / 3)
 
 
 @dataclass(frozen=True, slots=True)

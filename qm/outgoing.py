@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import secrets
 from datetime import datetime, timedelta
 
 from qm.disposal import Reason
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
 from qm.model import Message
-from qm.outbound import OutgoingQueue, OutgoingStreamPosition, new_stream_id, retry_delay
+from qm.outbound import (
+    OutgoingQueue,
+    OutgoingStreamPosition,
+    lease_needs_renewal,
+    new_stream_id,
+    retry_delay,
+)
 
 
 class OutgoingQueues:
-    def __init__(self, manager: QueueManager) -> None:
+    """`owner` names this process in the sending leases (several processes may share a database)."""
+
+    def __init__(self, manager: QueueManager, owner: str | None = None) -> None:
         self._qm = manager
+        self.owner = owner or secrets.token_hex(8)
+        self._held: dict[int, datetime] = {}
+        """Queue ID -> when the lease this process holds on it runs out."""
 
     async def all(self) -> list[OutgoingQueue]:
         return await self._qm.store.list_outgoing_queues()
@@ -43,7 +55,32 @@ class OutgoingQueues:
     # -- the delivery loop --------------------------------------------------------------
 
     async def due(self) -> list[OutgoingQueue]:
-        return await self._qm.store.due_outgoing_queues(self._qm.clock.now())
+        """Queues to send now that no other process holds a live lease on."""
+        return await self._qm.store.due_outgoing_queues(self._qm.clock.now(), self.owner)
+
+    async def hold(self, outgoing: OutgoingQueue) -> bool:
+        """Take or keep the lease on sending `outgoing`; False when another process holds it.
+
+        Call before every POST: the lease is renewed when less than two thirds of it is left
+        (`lease_needs_renewal`), with a conditional UPDATE that succeeds only for a queue nobody
+        holds, held by this process, or whose lease ran out (its owner stopped renewing)."""
+        queue_id = outgoing.queue.id
+        now = self._qm.clock.now()
+        lease_s = self._qm.config.outgoing_lease_s
+        if not lease_needs_renewal(self._held.get(queue_id), now, lease_s):
+            return True
+        until = now + timedelta(seconds=lease_s)
+        if await self._qm.store.acquire_outgoing_lease(queue_id, self.owner, now, until):
+            self._held[queue_id] = until
+            return True
+        self._held.pop(queue_id, None)
+        return False
+
+    async def let_go(self, outgoing: OutgoingQueue) -> None:
+        """Give the lease up (the queue is drained, waiting to connect, or this process stops):
+        any process may send from it at its next attempt."""
+        if self._held.pop(outgoing.queue.id, None) is not None:
+            await self._qm.store.release_outgoing_lease(outgoing.queue.id, self.owner)
 
     async def head(self, outgoing: OutgoingQueue) -> Message | None:
         """The next message to send; stream messages awaiting their receipt only when due again."""

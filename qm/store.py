@@ -222,7 +222,18 @@ class Store(TriggerStore, Protocol):
 
     async def get_outgoing_queue(self, queue_id: int) -> OutgoingQueue | None: ...
 
-    async def due_outgoing_queues(self, now: datetime) -> list[OutgoingQueue]: ...
+    async def due_outgoing_queues(self, now: datetime, owner: str) -> list[OutgoingQueue]:
+        """Queues with messages, not paused, due, and not leased by a process other than `owner`."""
+        ...
+
+    async def acquire_outgoing_lease(self, queue_id: int, owner: str, now: datetime, until: datetime) -> bool:
+        """Lease the sending of a queue to `owner` until `until`, in one conditional statement:
+        only when nobody holds it, `owner` does, or the holder's lease ran out by `now`."""
+        ...
+
+    async def release_outgoing_lease(self, queue_id: int, owner: str) -> None:
+        """Give up `owner`'s lease (nothing happens when another process holds it by now)."""
+        ...
 
     async def outgoing_head(
         self, queue_id: int, now: datetime, resend_before: datetime

@@ -54,11 +54,35 @@ class OutgoingStore(StoreBase):
         found = await self._outgoing(q.id == queue_id)
         return found[0] if found else None
 
-    async def due_outgoing_queues(self, now: datetime) -> list[OutgoingQueue]:
-        """Queues with messages, not paused, whose next attempt is due."""
+    async def due_outgoing_queues(self, now: datetime, owner: str) -> list[OutgoingQueue]:
+        """Queues with messages, not paused, whose next attempt is due, that no other process
+        holds a live lease on."""
+        now_us = rows.to_us(now)
         return await self._outgoing(
-            o.paused.is_(False), o.next_attempt_at <= rows.to_us(now), q.message_count > 0
+            o.paused.is_(False),
+            o.next_attempt_at <= now_us,
+            q.message_count > 0,
+            _lease_open_to(owner, now_us),
         )
+
+    async def acquire_outgoing_lease(self, queue_id: int, owner: str, now: datetime, until: datetime) -> bool:
+        """One conditional UPDATE: atomic on SQLite (one writer at a time) and on PostgreSQL (a
+        concurrent UPDATE of the row waits, then re-checks the condition on the row it wrote)."""
+        async with self._transaction() as connection:
+            taken = await connection.execute(
+                sa.update(outgoing_queues)
+                .where(o.queue_id == queue_id, _lease_open_to(owner, rows.to_us(now)))
+                .values(owner=owner, lease_expires_at=rows.to_us(until))
+            )
+        return bool(taken.rowcount)
+
+    async def release_outgoing_lease(self, queue_id: int, owner: str) -> None:
+        async with self._transaction() as connection:
+            await connection.execute(
+                sa.update(outgoing_queues)
+                .where(o.queue_id == queue_id, o.owner == owner)
+                .values(owner=None, lease_expires_at=None)
+            )
 
     async def _outgoing(self, *conditions: sa.ColumnElement[bool]) -> list[OutgoingQueue]:
         statement = (
@@ -315,6 +339,11 @@ class OutgoingStore(StoreBase):
         return await remove_past_deadline(self, due, "ttrq_deadline", Reason.REACH_QUEUE_TIMEOUT, now)
 
 
+def _lease_open_to(owner: str, now_us: int) -> sa.ColumnElement[bool]:
+    """Nobody holds the queue's lease, `owner` does, or its holder let it run out."""
+    return sa.or_(o.owner.is_(None), o.owner == owner, o.lease_expires_at <= now_us)
+
+
 def _outgoing_from_row(row: sa.RowMapping) -> OutgoingQueue:
     return OutgoingQueue(
         queue=rows.queue_from_row(row),
@@ -325,6 +354,8 @@ def _outgoing_from_row(row: sa.RowMapping) -> OutgoingQueue:
         last_error=row["last_error"],
         last_attempt_at=rows.optional_time(row["last_attempt_at"]),
         delivered_count=row["delivered_count"],
+        owner=row["owner"],
+        lease_expires_at=rows.optional_time(row["lease_expires_at"]),
     )
 
 

@@ -234,8 +234,11 @@ outgoing_queues = sa.Table(
     sa.Column("last_error", sa.Text, nullable=True),
     sa.Column("last_attempt_at", sa.BigInteger, nullable=True),
     sa.Column("delivered_count", sa.BigInteger, nullable=False),
+    sa.Column("owner", sa.String(200), nullable=True),
+    sa.Column("lease_expires_at", sa.BigInteger, nullable=True),
 )
-"""Delivery state of each outgoing queue (one per remote SRMP destination URL)."""
+"""Delivery state of each outgoing queue (one per remote SRMP destination URL), and which
+gateway process sends it now: `owner` holds a lease until `lease_expires_at` (migration 0008)."""
 
 outgoing_streams = sa.Table(
     "outgoing_streams",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import httpx
@@ -24,12 +25,18 @@ class SrmpClient:
     """POSTs envelopes; never follows redirects (targets were checked against the allow-list)."""
 
     def __init__(self, timeout_s: float) -> None:
+        self._timeout_s = timeout_s
         self._client = httpx.AsyncClient(timeout=timeout_s, follow_redirects=False, trust_env=False)
 
     async def post(self, url: str, envelope: SrmpEnvelope) -> PostResult:
+        """`timeout_s` bounds the whole POST (httpx's own timeouts bound each read or write only):
+        a sending lease relies on it (qm.outbound.lease_needs_renewal)."""
         content_type, body = build_request(envelope)
         try:
-            response = await self._client.post(url, content=body, headers={"Content-Type": content_type})
+            async with asyncio.timeout(self._timeout_s):
+                response = await self._client.post(url, content=body, headers={"Content-Type": content_type})
+        except TimeoutError:
+            return PostResult(Verdict.RETRY, None, f"no answer within {self._timeout_s:g} s")
         except httpx.HTTPError as error:
             return PostResult(Verdict.RETRY, None, f"{type(error).__name__}: {error}".rstrip(": "))
         return PostResult(verdict(response.status_code), response.status_code)

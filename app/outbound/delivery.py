@@ -1,6 +1,10 @@
 """Delivery of outgoing queues: each due queue sends its messages in queue order, one at a time,
 until it is empty or its destination fails (then it waits on the retry schedule). Transactional
-messages travel as a stream (reference §4) and stay until a stream receipt covers them."""
+messages travel as a stream (reference §4) and stay until a stream receipt covers them.
+
+Several gateway processes may share one database: a process sends from a queue only while it
+holds the queue's lease (taken before the first POST, renewed before each one, given up when
+the drain ends), so one process at a time sends each queue, in order."""
 
 from __future__ import annotations
 
@@ -28,13 +32,28 @@ class OutgoingDelivery:
         """One pass over the due queues; return how many messages were delivered."""
         delivered = 0
         for queue in await self._outgoing.due():
-            delivered += await self._drain(queue)
+            if not await self._outgoing.hold(queue):
+                continue  # another process sends it
+            try:
+                delivered += await self._drain(queue)
+            finally:
+                await self._let_go(queue)
         return delivered
+
+    async def _let_go(self, queue: OutgoingQueue) -> None:
+        """Also on cancellation (the service stops): the next process need not wait out the lease."""
+        try:
+            await self._outgoing.let_go(queue)
+        except Exception:
+            log.warning("outgoing queue %s: lease not released; it runs out", queue.url, exc_info=True)
 
     async def _drain(self, queue: OutgoingQueue) -> int:
         delivered = 0
         target = self._outgoing.target(queue)
         while (message := await self._outgoing.head(queue)) is not None:
+            if not await self._outgoing.hold(queue):
+                log.warning("outgoing queue %s: lease lost to another process; it sends on", queue.url)
+                return delivered
             if target is None:  # e.g. an acknowledgment to a sender-supplied admin URL
                 await self._outgoing.refused(queue, message, "host not in MSMQGW_SRMP_OUTBOUND_HOSTS")
                 continue

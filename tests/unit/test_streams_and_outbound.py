@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from pydantic import ValidationError
 
-from qm.outbound import Verdict, outbound_target, retry_delay, verdict
+from app.settings import Settings
+from qm.outbound import Verdict, lease_needs_renewal, outbound_target, retry_delay, verdict
 from qm.streams import StreamPosition, accepts, receipt_due
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -90,3 +92,20 @@ def test_what_an_answer_means_to_the_sender(status: int | None, wanted: Verdict)
 def test_retries_back_off_exponentially_up_to_the_maximum() -> None:
     delays = [retry_delay(attempt, 1.0, 20.0).total_seconds() for attempt in range(1, 8)]
     assert delays == [1, 2, 4, 8, 16, 20, 20]
+
+
+@pytest.mark.parametrize(
+    ("held_for_s", "renew"),
+    [(None, True), (90.0, False), (61.0, False), (59.0, True), (0.0, True), (-5.0, True)],
+)
+def test_a_sending_lease_is_renewed_when_less_than_two_thirds_is_left(
+    held_for_s: float | None, renew: bool
+) -> None:
+    held_until = None if held_for_s is None else T0 + timedelta(seconds=held_for_s)
+    assert lease_needs_renewal(held_until, T0, 90.0) is renew
+
+
+def test_a_post_must_fit_in_half_an_outgoing_lease() -> None:
+    assert Settings(srmp_send_timeout_s=45, srmp_outgoing_lease_s=90).srmp_outgoing_lease_s == 90
+    with pytest.raises(ValidationError, match="at most half of srmp_outgoing_lease_s"):
+        Settings(srmp_send_timeout_s=46, srmp_outgoing_lease_s=90)
