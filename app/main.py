@@ -96,15 +96,16 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     errors.install(app)
     app.add_middleware(srmp.SrmpRequestTarget, virtual_directory=settings.srmp_virtual_directory)
     openapi.install(app, srmp.SRMP_OPENAPI)
-    # lookup before messages: `{path:path}/receive` would also match `.../messages/first/receive`.
+    # Matching walks the routes in order: the busiest (send, receive) first. Lookup before
+    # messages: `{path:path}/receive` would also match `.../messages/first/receive`.
     for router in (
+        lookup.router,
+        messages.router,
         queue_manager.router,
         transactions.router,
         cursors.router,
         triggers.router,
         triggers.rules_router,
-        lookup.router,
-        messages.router,
         queues.router,
         outgoing.router,
         srmp.router,
