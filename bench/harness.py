@@ -101,7 +101,7 @@ def _environment(database: Database, settings: dict[str, str]) -> dict[str, str]
 class Gateway:
     """One `serve --no-migrate` process; `stop()` returns its peak RSS and CPU seconds."""
 
-    def __init__(self, database: Database, settings: dict[str, str] | None = None) -> None:
+    def __init__(self, database: Database, settings: dict[str, str] | None = None, workers: int = 1) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         command = [
@@ -114,6 +114,8 @@ class Gateway:
             str(self.port),
             "--log-level",
             "warning",
+            "--workers",
+            str(workers),
         ]
         self._log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
@@ -137,15 +139,19 @@ class Gateway:
         raise RuntimeError(f"the gateway did not start:\n{self._log.read().decode(errors='replace')}")
 
     def cpu_seconds(self) -> float:
-        times = self._ps.cpu_times()
-        return float(times.user + times.system)
+        """CPU of the gateway and its worker processes (`--workers`), those alive now."""
+        total = 0.0
+        for process in [self._ps, *self._ps.children(recursive=True)]:
+            try:
+                times = process.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return total
 
     def peak_rss_mb(self) -> float:
-        with open(f"/proc/{self.process.pid}/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-        return float(self._ps.memory_info().rss) / 1024 / 1024
+        """Peak RSS summed over the gateway's processes (each worker has its own)."""
+        return sum(_peak_rss_mb(process.pid) for process in [self._ps, *self._ps.children(recursive=True)])
 
     def stop(self) -> tuple[float, float]:
         peak, cpu = self.peak_rss_mb(), self.cpu_seconds()
@@ -162,3 +168,14 @@ class Gateway:
 def client_cpu_seconds() -> float:
     times = psutil.Process().cpu_times()
     return float(times.user + times.system)
+
+
+def _peak_rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0

@@ -49,6 +49,8 @@ CONSUMERS = 16
 LATENCY_RATE = 500
 LATENCY_CONSUMERS = 8
 LONG_POLL_MS = 1000
+WORKERS = 2
+"""`serve --workers` for the rows that show what both cores of the machine give."""
 
 Row = dict[str, Any]
 SCENARIOS = frozenset({"ceiling", "srmp", "rest", "e2e", "latency", "depth"})
@@ -102,9 +104,10 @@ class StoreRun:
         concurrency: int | str,
         work: Callable[[Gateway], Awaitable[LoadResult]],
         settings: dict[str, str] | None = None,
+        workers: int = 1,
     ) -> Row:
         """Run `work` against a fresh gateway; add its peak RSS and both sides' CPU seconds."""
-        gateway = Gateway(self.database, settings)
+        gateway = Gateway(self.database, settings, workers)
         try:
             client_before, gateway_before = client_cpu_seconds(), gateway.cpu_seconds()
             result = await work(gateway)
@@ -165,6 +168,9 @@ class StoreRun:
                     )
 
                 await self.measured(f"SRMP send {kind}", concurrency, work)
+                if recoverable and concurrency == max(SEND_CONCURRENCY):
+                    name = f"SRMP send {kind}, {WORKERS} workers"
+                    await self.measured(name, concurrency, work, workers=WORKERS)
 
     async def rest_send_receive(self) -> None:
         seconds = self.profile.seconds
