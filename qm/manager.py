@@ -16,6 +16,7 @@ from qm.config import ManagerConfig, TransactionTtbr
 from qm.disposal import Departure, DisposalPolicy, PlacementKind, Reason, final_outcome
 from qm.errors import MqError, MqErrorCode, QuotaExceeded
 from qm.format_names import LocalIdentity, local_queue_path, parse_format_name
+from qm.known_queues import KnownQueues
 from qm.model import (
     INFINITE,
     Message,
@@ -27,7 +28,6 @@ from qm.model import (
     QueueSettings,
 )
 from qm.paths import QueueKind, QueuePath, SystemQueue, parse_queue_path, system_queue_path
-from qm.send_targets import SendTargets
 from qm.store import (
     Claim,
     ClaimKind,
@@ -67,7 +67,7 @@ class QueueManager:
         self.config = config
         self._identity: QueueManagerInfo | None = None
         self.policy = DisposalPolicy(LocalIdentity(uuid.UUID(int=0), config.local_host_names))
-        self.send_targets = SendTargets()
+        self.known_queues = KnownQueues()
         self.outbound_work = asyncio.Event()
         """Set when this process stored something to send (an outgoing message, a stream message
         to acknowledge): the senders look at once instead of at their next poll."""
@@ -149,12 +149,12 @@ class QueueManager:
     async def update_queue(self, path_text: str, changes: QueueChanges) -> Queue:
         queue = await self._administered_queue(path_text)
         _check_settings(_apply(queue.settings, changes))
-        self.send_targets.forget(queue.path.key)
+        self.known_queues.forget(queue.path.key)
         return await self.store.update_queue(queue.id, changes, self.clock.now())
 
     async def delete_queue(self, path_text: str) -> int:
         queue = await self._administered_queue(path_text)
-        self.send_targets.forget(queue.path.key)
+        self.known_queues.forget(queue.path.key)
         return await self.store.delete_queue(queue.id, self.clock.now())
 
     async def purge_queue(self, path_text: str) -> int:
@@ -169,6 +169,16 @@ class QueueManager:
                 f"{path.url_path} belongs to the queue manager; it can be read and purged only",
             )
         return await self._queue(path)
+
+    async def known_queue(self, path_text: str) -> Queue:
+        """`get_queue`, remembered (qm.known_queues): for sends and plain receives, whose
+        transactions check that the queue is still the one remembered."""
+        path = self.resolve(path_text)
+        queue = self.known_queues.get(path.key)
+        if queue is None:
+            queue = await self._queue(path)
+            self.known_queues.put(queue)
+        return queue
 
     async def _queue(self, path: QueuePath) -> Queue:
         queue = await self.store.find_queue(path)
@@ -211,10 +221,10 @@ class QueueManager:
         except MqError as error:
             if (
                 error.code is not MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND
-                or self.send_targets.get(path.key) is None
+                or self.known_queues.get(path.key) is None
             ):
                 raise
-            self.send_targets.forget(path.key)  # deleted (perhaps re-created) by another process
+            self.known_queues.forget(path.key)  # deleted (perhaps re-created) by another process
             stored = await self._deliver_to(path, arrival)
         if stored is not None and (stream is not None or path.kind is QueueKind.OUTGOING):
             self.outbound_work.set()
@@ -245,13 +255,13 @@ class QueueManager:
                 MqErrorCode.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION,
                 f"{path.pathname}: the gateway sends only to hosts in MSMQGW_SRMP_OUTBOUND_HOSTS",
             )
-        queue = self.send_targets.get(path.key)
+        queue = self.known_queues.get(path.key)
         if queue is None:
             if path.kind is QueueKind.OUTGOING:
                 queue = (await self.store.ensure_outgoing_queue(path, self.clock.now())).queue
             else:
                 queue = await self._queue(path)
-            self.send_targets.put(queue)
+            self.known_queues.put(queue)
         return queue
 
     async def _transactional(self, properties: MessageProperties, held_by: str | None) -> MessageProperties:

@@ -27,9 +27,19 @@ class QueueReader:
     ) -> Message | None:
         """Remove the first available message, waiting up to the timeout; None on timeout,
         or as soon as `abandoned` is set (the caller can no longer take the message)."""
-        queue = await self._qm.get_queue(path_text)
-        claim = await self._qm._claim_for(queue, transaction)
-        return await self._qm._take_waiting(queue, Selector(), claim, timeout_ms, abandoned)
+        if transaction is not None:
+            queue = await self._qm.get_queue(path_text)
+            claim = await self._qm._claim_for(queue, transaction)
+            return await self._qm._take_waiting(queue, Selector(), claim, timeout_ms, abandoned)
+        queue = await self._qm.known_queue(path_text)
+        try:
+            return await self._qm._take_waiting(queue, Selector(), Claim(), timeout_ms, abandoned)
+        except MqError as error:
+            if error.code is not MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND:
+                raise
+            self._qm.known_queues.forget(queue.path.key)  # deleted (perhaps re-created) elsewhere
+            queue = await self._qm.known_queue(path_text)
+            return await self._qm._take_waiting(queue, Selector(), Claim(), timeout_ms, abandoned)
 
     async def receive_many(
         self, path_text: str, timeout_ms: int, max_messages: int, abandoned: asyncio.Event | None = None

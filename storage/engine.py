@@ -24,7 +24,9 @@ def make_engine(url: str) -> AsyncEngine:
     """An engine configured for durable queue work on either database."""
     if is_sqlite(url):
         return _sqlite_engine(url)
-    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+    # As many pooled connections as the group commits and readers use at concurrency 64:
+    # connections beyond the pool are opened and closed per use (a TCP and TLS handshake).
+    return create_async_engine(url, pool_size=20, max_overflow=10, pool_pre_ping=True)
 
 
 def ensure_sqlite_directory(url: str) -> None:

@@ -14,7 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from qm import rules, streams
 from qm.disposal import Placement, Reason
+from qm.errors import MqError, MqErrorCode
 from qm.model import Delivery, Message, NewMessage, Queue
+from qm.paths import QueuePath
 from qm.store import Claim, ClaimKind, EnqueueOutcome, EnqueueResult, PositionState, Selector
 from storage import rows, statements
 from storage.base import MachineRoom, QueueRoom
@@ -22,9 +24,10 @@ from storage.consequences import Consequences
 from storage.errors import is_unavailable
 from storage.group_commit import GroupCommit, GroupCommitConfig
 from storage.stream_store import StreamStore
-from storage.tables import LOCKED, TXN_DEQUEUE, messages, received_message_ids
+from storage.tables import LOCKED, TXN_DEQUEUE, messages, queues, received_message_ids
 
 m = messages.c
+q = queues.c
 
 
 WithinEnqueue = Callable[[AsyncConnection, list[EnqueueResult]], Awaitable[None]]
@@ -264,25 +267,45 @@ class MessageStore(StreamStore):
                 await Consequences(self, connection, now).removed(taken, Reason.RECEIVED, known)
         return [rows.message_from_row(row) for row in taken]
 
-    async def _receive_batch(self, requests: Sequence[ReceiveRequest]) -> list[Message | None]:
+    async def _receive_batch(
+        self, requests: Sequence[ReceiveRequest]
+    ) -> list[Message | BaseException | None]:
         """Concurrent plain receives in one transaction (one commit, one fsync): each queue's
         first messages, one per caller, handed out in queue order to the callers in the order
-        they asked. A caller left without a message gets None and waits as before."""
+        they asked. A caller left without a message gets None and waits as before; one whose
+        queue is gone (or its ID now names another queue) gets MQ_ERROR_QUEUE_NOT_FOUND."""
         now = max(request.now for request in requests)  # the strictest view of TTBR
         callers: dict[int, list[int]] = {}
         for index, request in enumerate(requests):
             callers.setdefault(request.queue.id, []).append(index)
-        known = {r.queue.id: (r.queue.path, r.queue.settings.journal) for r in requests}
-        answers: list[Message | None] = [None] * len(requests)
+        answers: list[Message | BaseException | None] = [None] * len(requests)
         async with self._transaction() as connection:
+            current = await self._journaling(connection, requests)
             gone: list[Any] = []
             for queue_id, indexes in callers.items():
+                if queue_id not in current:
+                    for index in indexes:
+                        answers[index] = MqError(
+                            MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted"
+                        )
+                    continue
                 taken = await self._delete_first(connection, queue_id, len(indexes), now)
                 for index, row in zip(indexes, taken, strict=False):
                     answers[index] = rows.message_from_row(row)
                 gone.extend(taken)
-            await Consequences(self, connection, now).removed(gone, Reason.RECEIVED, known)
+            await Consequences(self, connection, now).removed(gone, Reason.RECEIVED, current)
         return answers
+
+    @staticmethod
+    async def _journaling(
+        connection: AsyncConnection, requests: Sequence[ReceiveRequest]
+    ) -> dict[int, tuple[QueuePath, bool]]:
+        """The requested queues that still exist under the path they were asked by, with their
+        journaling as it is now (the callers' queue values may have been remembered)."""
+        paths = {request.queue.id: request.queue.path for request in requests}
+        statement = sa.select(q.id, q.path_key, q.journal).where(q.id.in_(sorted(paths)))
+        found = await connection.execute(statement)
+        return {row.id: (paths[row.id], row.journal) for row in found if row.path_key == paths[row.id].key}
 
     async def _delete_first(
         self, connection: AsyncConnection, queue_id: int, limit: int, now: datetime

@@ -1,9 +1,11 @@
-"""Send destinations remembered by path key, so a send reads no queue row before its commit.
+"""Queues remembered by path key, so a send or a plain receive reads no queue row before its
+transaction.
 
 Only what never changes after a queue is created is relied upon (its ID, path and
-transactional flag); the enqueue transaction re-reads the quotas and checks that the ID
-still names a queue with this path key, so a queue deleted (or deleted and re-created) by
-another process is caught there, and the caller looks it up again once.
+transactional flag). The transaction that sends or receives re-reads what can change (quotas,
+journaling) and checks that the ID still names a queue with this path key, so a queue deleted
+(or deleted and re-created) by another process is caught there, and the caller looks it up
+again once.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from qm.model import Queue
 DEFAULT_CAPACITY = 4096
 
 
-class SendTargets:
+class KnownQueues:
     """A bounded, least-recently-used map of path key -> queue."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:

@@ -1,5 +1,6 @@
-"""Sends remember their destination queue (no queue read before the commit); a queue that
-another process deleted, or deleted and created again, is still found correctly."""
+"""Sends and plain receives remember their queue (no queue read before their transaction); a
+queue that another process deleted, deleted and created again, or changed, is still handled
+correctly."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from qm.clock import SettableClock
 from qm.config import ManagerConfig
 from qm.errors import MqErrorCode
 from qm.manager import QueueManager
-from qm.model import MessageProperties, QueueSettings
+from qm.model import MessageProperties, QueueChanges, QueueSettings
 from qm.reading import QueueReader
 from storage.engine import make_engine
 from storage.store import SqlStore
@@ -43,7 +44,7 @@ async def test_a_send_after_the_queue_was_recreated_elsewhere_reaches_the_new_qu
 ) -> None:
     await new_queue(manager, PATH)
     await _send(manager, PATH, b"first")
-    assert manager.send_targets.get(manager.resolve(PATH).key) is not None
+    assert manager.known_queues.get(manager.resolve(PATH).key) is not None
     await other_process.delete_queue(PATH)
     await new_queue(other_process, PATH, QueueSettings(label="again"))
     await _send(manager, PATH, b"second")
@@ -59,7 +60,7 @@ async def test_a_send_to_a_queue_deleted_elsewhere_is_refused(
     await other_process.delete_queue(PATH)
     with mq_error(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND):
         await _send(manager, PATH, b"lost?")
-    assert manager.send_targets.get(manager.resolve(PATH).key) is None
+    assert manager.known_queues.get(manager.resolve(PATH).key) is None
 
 
 async def test_a_remembered_id_reused_by_another_queue_is_not_followed(
@@ -69,7 +70,7 @@ async def test_a_remembered_id_reused_by_another_queue_is_not_followed(
     then not carry a message into that other queue."""
     await new_queue(manager, PATH)
     await _send(manager, PATH, b"first")
-    remembered = manager.send_targets.get(manager.resolve(PATH).key)
+    remembered = manager.known_queues.get(manager.resolve(PATH).key)
     assert remembered is not None
     await other_process.delete_queue(PATH)
     await new_queue(other_process, OTHER)
@@ -79,3 +80,54 @@ async def test_a_remembered_id_reused_by_another_queue_is_not_followed(
         await _send(manager, PATH, b"not for invoices")
     assert await counts(manager, OTHER) == (0, 0)
     assert await reader.receive(OTHER, 0) is None
+
+
+async def test_a_receive_after_the_queue_was_recreated_elsewhere_reads_the_new_queue(
+    manager: QueueManager, other_process: QueueManager, reader: QueueReader
+) -> None:
+    await new_queue(manager, PATH)
+    await _send(manager, PATH, b"first")
+    assert bodies_of([await reader.receive(PATH, 0)]) == [b"first"]
+    await other_process.delete_queue(PATH)
+    await new_queue(other_process, PATH)
+    await _send(other_process, PATH, b"second")
+    assert bodies_of([await reader.receive(PATH, 0)]) == [b"second"]
+
+
+async def test_a_receive_from_a_queue_deleted_elsewhere_is_refused(
+    manager: QueueManager, other_process: QueueManager, reader: QueueReader
+) -> None:
+    await new_queue(manager, PATH)
+    assert await reader.receive(PATH, 0) is None
+    await other_process.delete_queue(PATH)
+    with mq_error(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND):
+        await reader.receive(PATH, 0)
+
+
+async def test_a_receive_by_a_remembered_id_reused_by_another_queue_takes_nothing_there(
+    manager: QueueManager, other_process: QueueManager, reader: QueueReader, database_url: str
+) -> None:
+    await new_queue(manager, PATH)
+    assert await reader.receive(PATH, 0) is None
+    remembered = manager.known_queues.get(manager.resolve(PATH).key)
+    assert remembered is not None
+    await other_process.delete_queue(PATH)
+    await new_queue(other_process, OTHER)
+    await _send(other_process, OTHER, b"for invoices only")
+    if database_url.startswith("sqlite"):
+        assert (await manager.get_queue(OTHER)).id == remembered.id
+    with mq_error(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND):
+        await reader.receive(PATH, 0)
+    assert await counts(manager, OTHER) == (1, len(b"for invoices only"))
+
+
+async def test_journaling_switched_on_elsewhere_applies_to_the_next_receive(
+    manager: QueueManager, other_process: QueueManager, reader: QueueReader
+) -> None:
+    await new_queue(manager, PATH)
+    await _send(manager, PATH, b"not journaled")
+    await _send(manager, PATH, b"journaled")
+    assert bodies_of([await reader.receive(PATH, 0)]) == [b"not journaled"]
+    await other_process.update_queue(PATH, QueueChanges(journal=True))
+    assert bodies_of([await reader.receive(PATH, 0)]) == [b"journaled"]
+    assert bodies_of([await reader.peek(PATH + ";journal", 0)]) == [b"journaled"]
