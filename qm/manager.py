@@ -488,39 +488,66 @@ class QueueManager:
         async def attempt() -> Message | None:
             return await self.store.take(queue, selector, self.clock.now(), claim)
 
-        return await self._wait(queue, attempt, timeout_ms, abandoned)
+        return await self._wait(queue, attempt, timeout_ms, abandoned, takes_first=selector == Selector())
 
     async def _wait(
-        self, queue: Queue, attempt: Attempt, timeout_ms: int, abandoned: asyncio.Event | None = None
+        self,
+        queue: Queue,
+        attempt: Attempt,
+        timeout_ms: int,
+        abandoned: asyncio.Event | None = None,
+        takes_first: bool = False,
     ) -> Message | None:
         """Try, then wait for a change of the queue, until the timeout (INFINITE: forever) or
-        until `abandoned` is set (the client went away: take nothing it could not receive)."""
+        until `abandoned` is set (the client went away: take nothing it could not receive).
+        `takes_first`: the attempt takes the queue's first message, so one message wakes
+        one such waiter (qm.wakeups); one that took a message after a wake-up, or gave up
+        after one, passes a wake-up on."""
         loop = asyncio.get_running_loop()
         give_up_at = None if timeout_ms == INFINITE else loop.time() + timeout_ms / 1000
+        woken = False
         while True:
             if abandoned is not None and abandoned.is_set():
+                if woken and takes_first:
+                    self.wakeups.pass_on(queue.id)
                 return None
-            watch = self.wakeups.watch(queue.id)
-            message = await attempt()
-            if message is not None:
-                return self._as_read(message)
-            remaining = 3600.0 if give_up_at is None else give_up_at - loop.time()
-            if remaining <= 0:
-                return None
-            await _first_of(watch.wait(remaining), abandoned)
+            watch = self.wakeups.watch(queue.id, takes_first)
+            try:
+                message = await self._attempt_after(attempt, woken and takes_first, queue.id)
+                if message is not None:
+                    if woken and takes_first:
+                        self.wakeups.pass_on(queue.id)  # there may be more than the wake-ups said
+                    return self._as_read(message)
+                remaining = 3600.0 if give_up_at is None else give_up_at - loop.time()
+                if remaining <= 0:
+                    return None
+                woken = await _first_of(watch.wait(remaining), abandoned)
+            finally:
+                watch.close()
+
+    async def _attempt_after(self, attempt: Attempt, wake_up: bool, queue_id: int) -> Message | None:
+        """An attempt that fails hands on the wake-up it was made for."""
+        try:
+            return await attempt()
+        except BaseException:
+            if wake_up:
+                self.wakeups.pass_on(queue_id)
+            raise
 
 
-async def _first_of(waiting: Awaitable[None], abandoned: asyncio.Event | None) -> None:
-    """Await `waiting`, or stop early when `abandoned` is set; attempts are never cut off."""
+async def _first_of(waiting: Awaitable[bool], abandoned: asyncio.Event | None) -> bool:
+    """Await `waiting`, or stop early when `abandoned` is set (False then); attempts are never
+    cut off."""
     if abandoned is None:
-        await waiting
-        return
-    tasks = {asyncio.ensure_future(waiting), asyncio.ensure_future(abandoned.wait())}
+        return await waiting
+    waiter = asyncio.ensure_future(waiting)
+    hang_up = asyncio.ensure_future(abandoned.wait())
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({waiter, hang_up}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in tasks:
-            task.cancel()
+        hang_up.cancel()
+        waiter.cancel()
+    return waiter.done() and not waiter.cancelled() and waiter.result()
 
 
 def _unknown_transaction(transaction_id: str) -> MqError:

@@ -55,7 +55,7 @@ class QueueReader:
             taken = await self._qm.store.take_many(queue, max_messages, self._qm.clock.now())
             return taken[0] if taken else None
 
-        if await self._qm._wait(queue, attempt, timeout_ms, abandoned) is None:
+        if await self._qm._wait(queue, attempt, timeout_ms, abandoned, takes_first=True) is None:
             return []
         return [self._qm._as_read(message) for message in taken]
 

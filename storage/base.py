@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -71,7 +71,7 @@ class StoreBase:
         `relaxed`: commit without waiting for the disk (express messages only; see
         docs/performance.md): PostgreSQL's synchronous_commit=off for this transaction,
         SQLite's synchronous=NORMAL (set before BEGIN, as SQLite requires)."""
-        changed: set[int] = set()
+        changed: Counter[int] = Counter()
         async with contextlib.AsyncExitStack() as stack:
             if self._sqlite:
                 await stack.enter_async_context(self._write_lock)
@@ -85,12 +85,13 @@ class StoreBase:
             connection.info["changed_queues"] = changed
             yield connection
         if changed and self._wakeups is not None:
-            self._wakeups.signal(changed)
+            self._wakeups.signal(changed.elements())
 
     @staticmethod
     def changed(connection: AsyncConnection, queue_ids: Iterable[int]) -> None:
-        """Note queues that gained available messages, to wake their readers after commit."""
-        connection.info.setdefault("changed_queues", set()).update(queue_ids)
+        """Note queues that gained available messages (a queue ID per message), to wake their
+        readers after the commit: one reader per message (qm.wakeups)."""
+        connection.info.setdefault("changed_queues", Counter()).update(queue_ids)
 
     async def close(self) -> None:
         await self.engine.dispose()

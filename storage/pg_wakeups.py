@@ -53,15 +53,18 @@ class PostgresWakeUps:
                 await self._task
         await self._disconnect()
 
-    def watch(self, queue_id: int) -> Watch:
-        return self._local.watch(queue_id)
+    def watch(self, queue_id: int, takes: bool = False) -> Watch:
+        return self._local.watch(queue_id, takes)
 
     def signal(self, queue_ids: Iterable[int]) -> None:
-        changed = set(queue_ids)
+        changed = list(queue_ids)
         self._local.signal(changed)
-        self._pending |= changed
+        self._pending |= set(changed)
         if changed:
             self._wanted.set()
+
+    def pass_on(self, queue_id: int) -> None:
+        self._local.pass_on(queue_id)
 
     async def _run(self) -> None:
         """Keep a listening connection, and publish pending signals on it; reconnect on failure."""
@@ -93,7 +96,7 @@ class PostgresWakeUps:
         own = self._connection
         if own is not None and pid == own.get_server_pid():
             return  # our own NOTIFY: already signalled in-process
-        self._local.signal(int(part) for part in payload.split(",") if part.isdigit())
+        self._local.signal_all(int(part) for part in payload.split(",") if part.isdigit())
 
     async def _disconnect(self) -> None:
         connection, self._connection = self._connection, None

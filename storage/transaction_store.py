@@ -85,9 +85,8 @@ class TransactionStore(StoreBase):
             await self._commit_rows(connection, held, consequences, now)
         else:
             await self._abort_rows(connection, held, consequences)
-        touched = frozenset(row["queue_id"] for row in held)
-        self.changed(connection, touched)
-        return touched
+        self.changed(connection, (row["queue_id"] for row in held))  # one wake-up per message
+        return frozenset(row["queue_id"] for row in held)
 
     async def _commit_rows(
         self, connection: AsyncConnection, held: Sequence[Row], consequences: Consequences, now: datetime

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -10,41 +11,91 @@ from qm.wakeups import WakeUps, Watch
 from storage.engine import is_sqlite
 
 
-class EventWatch:
-    def __init__(self, event: asyncio.Event, poll_interval: float) -> None:
-        self._event = event
-        self._poll_interval = poll_interval
+class LocalWatch:
+    """One waiter: a future that a signal, the poll interval or the timeout settles."""
 
-    async def wait(self, within: float) -> None:
+    def __init__(self, owner: LocalWakeUps, queue_id: int, takes: bool) -> None:
+        self.queue_id = queue_id
+        self.takes = takes
+        self._owner = owner
+        self._woken: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._acted = False
+
+    def wake(self) -> None:
+        if not self._woken.done():
+            self._woken.set_result(True)
+
+    @property
+    def waiting(self) -> bool:
+        return not self._woken.done()
+
+    async def wait(self, within: float) -> bool:
+        timer = asyncio.get_running_loop().call_later(
+            max(0.0, min(within, self._owner.poll_interval)), self._time_out
+        )
         try:
-            await asyncio.wait_for(self._event.wait(), min(within, self._poll_interval))
-        except TimeoutError:
-            pass
+            woken = await self._woken
+        finally:
+            timer.cancel()
+            self._acted = True
+        return woken
+
+    def close(self) -> None:
+        self._owner.forget(self)
+        woken = self._woken.done() and not self._woken.cancelled() and self._woken.result()
+        if self.takes and woken and not self._acted:
+            self._owner.pass_on(self.queue_id)
+
+    def _time_out(self) -> None:
+        if not self._woken.done():
+            self._woken.set_result(False)
 
 
 class LocalWakeUps:
-    """One event per queue, replaced at each signal.
+    """Watchers per queue, in the order they began; signals settle their futures.
 
-    A watch holds the event current when it began: a signal between the caller's look
-    and its wait has already set that event, so the wait returns at once. Writers in
-    other processes are noticed within `poll_interval` seconds.
-    """
+    A watch is registered before its owner looks at the queue: a signal between the look and
+    the wait has already woken it, so the wait returns at once. Writers in other processes
+    are noticed within `poll_interval` seconds (PostgreSQL's LISTEN/NOTIFY wakes sooner)."""
 
     def __init__(self, poll_interval: float = 1.0) -> None:
-        self._events: dict[int, asyncio.Event] = {}
-        self._poll_interval = poll_interval
+        self._watching: dict[int, dict[LocalWatch, None]] = {}
+        self.poll_interval = poll_interval
 
-    def watch(self, queue_id: int) -> Watch:
-        event = self._events.get(queue_id)
-        if event is None:
-            event = self._events[queue_id] = asyncio.Event()
-        return EventWatch(event, self._poll_interval)
+    def watch(self, queue_id: int, takes: bool = False) -> Watch:
+        watch = LocalWatch(self, queue_id, takes)
+        self._watching.setdefault(queue_id, {})[watch] = None
+        return watch
+
+    def forget(self, watch: LocalWatch) -> None:
+        watchers = self._watching.get(watch.queue_id)
+        if watchers is not None:
+            watchers.pop(watch, None)
+            if not watchers:
+                del self._watching[watch.queue_id]
 
     def signal(self, queue_ids: Iterable[int]) -> None:
-        for queue_id in queue_ids:
-            event = self._events.pop(queue_id, None)
-            if event is not None:
-                event.set()
+        for queue_id, messages in Counter(queue_ids).items():
+            self._wake(queue_id, messages)
+
+    def signal_all(self, queue_ids: Iterable[int]) -> None:
+        """Wake every watcher of these queues (a change of unknown size, from another process)."""
+        for queue_id in set(queue_ids):
+            self._wake(queue_id, None)
+
+    def pass_on(self, queue_id: int) -> None:
+        self._wake(queue_id, 1)
+
+    def _wake(self, queue_id: int, takers: int | None) -> None:
+        """Wake every non-taker, and `takers` takers (None: all), oldest first."""
+        for watch in list(self._watching.get(queue_id, {})):
+            if not watch.waiting:
+                continue
+            if watch.takes and takers is not None:
+                if takers == 0:
+                    continue
+                takers -= 1
+            watch.wake()
 
     async def start(self) -> None:
         """Nothing to connect: in-process only."""

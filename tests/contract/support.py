@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
@@ -11,8 +10,8 @@ import pytest
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
 from qm.model import Message, MessageProperties, QueueSettings
-from qm.wakeups import Watch
 from storage.wakeups import LocalWakeUps
+from tests.observed_wakeups import ObservedWakeUps
 
 WAIT_LIMIT_S = 10.0
 """How long a test waits for something that should happen at once; only reached on failure."""
@@ -48,44 +47,9 @@ async def counts(manager: QueueManager, path: str) -> tuple[int, int]:
     return queue.message_count, queue.byte_count
 
 
-class _CountingWatch:
-    def __init__(self, inner: Watch, owner: WatchedWakeUps) -> None:
-        self._inner = inner
-        self._owner = owner
-
-    async def wait(self, within: float) -> None:
-        self._owner._changed(+1)
-        try:
-            await self._inner.wait(within)
-        finally:
-            self._owner._changed(-1)
-
-
-class WatchedWakeUps:
-    """LocalWakeUps that tell a test when a reader is really waiting (no sleeps needed).
-
-    The poll interval is long so that a missing wake-up signal shows up as a test failure
-    instead of being covered by the poll.
-    """
+class WatchedWakeUps(ObservedWakeUps):
+    """LocalWakeUps observed by the test. The poll interval is long so that a missing
+    wake-up signal shows up as a test failure instead of being covered by the poll."""
 
     def __init__(self, poll_interval: float = 60.0) -> None:
-        self._local = LocalWakeUps(poll_interval=poll_interval)
-        self.waiting = 0
-        self._change = asyncio.Event()
-
-    def watch(self, queue_id: int) -> Watch:
-        return _CountingWatch(self._local.watch(queue_id), self)
-
-    def signal(self, queue_ids: Iterable[int]) -> None:
-        self._local.signal(queue_ids)
-
-    def _changed(self, delta: int) -> None:
-        self.waiting += delta
-        self._change.set()
-        self._change = asyncio.Event()
-
-    async def until_waiting(self, count: int = 1) -> None:
-        """Return once at least `count` readers are blocked waiting for a change."""
-        async with asyncio.timeout(WAIT_LIMIT_S):
-            while self.waiting < count:
-                await self._change.wait()
+        super().__init__(LocalWakeUps(poll_interval=poll_interval))

@@ -12,6 +12,7 @@ from qm.manager import QueueManager
 from qm.model import INFINITE, MessageProperties, QueueSettings
 from qm.reading import QueueReader
 from qm.store import Seek
+from storage.store import SqlStore
 from tests.contract.support import (
     WAIT_LIMIT_S,
     WatchedWakeUps,
@@ -124,6 +125,29 @@ async def test_one_message_wakes_one_of_two_waiting_receivers(
     assert bodies_of([done.pop().result()]) == [b"one"]
     await send_bodies(manager, PATH, [b"two"])
     assert bodies_of([await asyncio.wait_for(pending.pop(), WAIT_LIMIT_S)]) == [b"two"]
+
+
+async def test_each_message_wakes_one_waiting_receiver_not_all(
+    manager: QueueManager, reader: QueueReader, watched: WatchedWakeUps
+) -> None:
+    """Eight receivers wait; two messages wake two of them (and each that took one hands a
+    wake-up on, in case more came): at most four attempts, where waking everyone made eight."""
+    await new_queue(manager, PATH)
+    waiting = [asyncio.create_task(reader.receive(PATH, 60_000)) for _ in range(8)]
+    await watched.until_waiting(8)
+    store = manager.store
+    assert isinstance(store, SqlStore)
+    attempts_before = store.receive_group.stats.requests
+    await send_bodies(manager, PATH, [b"one", b"two"])
+    async with asyncio.timeout(WAIT_LIMIT_S):
+        while sum(task.done() for task in waiting) < 2:
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    await watched.until_waiting(6)
+    finished = [task.result() for task in waiting if task.done()]
+    assert sorted(bodies_of(finished)) == [b"one", b"two"]
+    assert store.receive_group.stats.requests - attempts_before <= 4
+    for task in waiting:
+        task.cancel()
 
 
 async def test_a_waiting_receive_gives_up_at_its_timeout(manager: QueueManager, reader: QueueReader) -> None:

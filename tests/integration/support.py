@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 from fastapi import FastAPI
 
 from app.gateway import Gateway
 from qm.errors import MqErrorCode
-from qm.wakeups import WakeUps, Watch
+from tests.observed_wakeups import ObservedWakeUps
 
 MAX_BODY_BYTES = 1024
 """The integration app's body cap: small, so oversize requests are cheap to build."""
@@ -96,45 +93,6 @@ async def bodies(client: httpx.AsyncClient, path: str) -> list[str]:
     """The bodies of the available messages, in queue order (browse, one page)."""
     page = json_of(await client.get(f"/api/queues/{path}/messages", params={"limit": 1000}))
     return [message["body"] for message in page["messages"]]
-
-
-class _ObservedWatch:
-    def __init__(self, inner: Watch, owner: ObservedWakeUps) -> None:
-        self._inner = inner
-        self._owner = owner
-
-    async def wait(self, timeout: float) -> None:  # noqa: ASYNC109 - the port's signature
-        self._owner.changed(+1)
-        try:
-            await self._inner.wait(timeout)
-        finally:
-            self._owner.changed(-1)
-
-
-class ObservedWakeUps:
-    """The app's own wake-ups, wrapped so that a test can wait until a reader is blocked."""
-
-    def __init__(self, inner: WakeUps) -> None:
-        self._inner = inner
-        self.waiting = 0
-        self._change = asyncio.Event()
-
-    def watch(self, queue_id: int) -> Watch:
-        return _ObservedWatch(self._inner.watch(queue_id), self)
-
-    def signal(self, queue_ids: Iterable[int]) -> None:
-        self._inner.signal(queue_ids)
-
-    def changed(self, delta: int) -> None:
-        self.waiting += delta
-        self._change.set()
-        self._change = asyncio.Event()
-
-    async def until_waiting(self, count: int = 1) -> None:
-        """Return once at least `count` readers are blocked waiting for a change."""
-        with anyio.fail_after(WAIT_LIMIT_S):
-            while self.waiting < count:
-                await self._change.wait()
 
 
 def observe_wakeups(app: FastAPI) -> ObservedWakeUps:
