@@ -7,42 +7,15 @@ Create Date: 2026-11-23
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import sqlalchemy as sa
 from alembic import op
+
+from migrations.export_view import export_view_set_aside
 
 revision = "0006"
 down_revision = "0005"
 branch_labels = None
 depends_on = None
-
-
-EXPORT_VIEW = "message_export_v1"
-
-
-@contextmanager
-def _export_view_set_aside() -> Iterator[None]:
-    """The export view (0004) reads `queues`: neither database lets a column it uses change
-    type, and SQLite's batch mode rebuilds the table. Drop it and create it again unchanged."""
-    bind = op.get_bind()
-    if bind.dialect.name == "sqlite":
-        found = bind.execute(
-            sa.text("SELECT sql FROM sqlite_master WHERE type = 'view' AND name = :name"),
-            {"name": EXPORT_VIEW},
-        ).scalar()
-        definition = None if found is None else str(found)
-    else:
-        body = bind.execute(
-            sa.text("SELECT pg_get_viewdef(to_regclass(:name), true)"), {"name": EXPORT_VIEW}
-        ).scalar()
-        definition = None if body is None else f"CREATE VIEW {EXPORT_VIEW} AS {body}"
-    if definition is not None:
-        op.execute(f"DROP VIEW {EXPORT_VIEW}")
-    yield
-    if definition is not None:
-        op.execute(definition)
 
 
 def upgrade() -> None:
@@ -109,7 +82,7 @@ def upgrade() -> None:
     )
     op.create_index("ix_messages_ttrq_deadline", "messages", ["ttrq_deadline"])
     # Outgoing queues are named by their URL, longer than a queue name.
-    with _export_view_set_aside(), op.batch_alter_table("queues") as batch:
+    with export_view_set_aside(), op.batch_alter_table("queues") as batch:
         batch.alter_column(
             "name", type_=sa.String(600), existing_type=sa.String(200), existing_nullable=False
         )
@@ -121,7 +94,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute("DELETE FROM messages WHERE queue_id IN (SELECT id FROM queues WHERE kind = 'outgoing')")
     op.execute("DELETE FROM queues WHERE kind = 'outgoing'")
-    with _export_view_set_aside(), op.batch_alter_table("queues") as batch:
+    with export_view_set_aside(), op.batch_alter_table("queues") as batch:
         batch.alter_column(
             "path_key", type_=sa.String(300), existing_type=sa.String(700), existing_nullable=False
         )

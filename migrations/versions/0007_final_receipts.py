@@ -17,41 +17,15 @@ rebuilds `messages`: the view is set aside for that, as 0006 does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import sqlalchemy as sa
 from alembic import op
+
+from migrations.export_view import export_view_set_aside
 
 revision = "0007"
 down_revision = "0006"
 branch_labels = None
 depends_on = None
-
-EXPORT_VIEW = "message_export_v1"
-
-
-@contextmanager
-def _export_view_set_aside() -> Iterator[None]:
-    """Drop the export view and create it again unchanged (a copy of 0006's helper: a
-    migration does not import another)."""
-    bind = op.get_bind()
-    if bind.dialect.name == "sqlite":
-        found = bind.execute(
-            sa.text("SELECT sql FROM sqlite_master WHERE type = 'view' AND name = :name"),
-            {"name": EXPORT_VIEW},
-        ).scalar()
-        definition = None if found is None else str(found)
-    else:
-        body = bind.execute(
-            sa.text("SELECT pg_get_viewdef(to_regclass(:name), true)"), {"name": EXPORT_VIEW}
-        ).scalar()
-        definition = None if body is None else f"CREATE VIEW {EXPORT_VIEW} AS {body}"
-    if definition is not None:
-        op.execute(f"DROP VIEW {EXPORT_VIEW}")
-    yield
-    if definition is not None:
-        op.execute(definition)
 
 
 def upgrade() -> None:
@@ -63,6 +37,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     with op.batch_alter_table("outgoing_stream_messages") as batch:
         batch.drop_column("acknowledged_at")
-    with _export_view_set_aside(), op.batch_alter_table("messages") as batch:
+    with export_view_set_aside(), op.batch_alter_table("messages") as batch:
         batch.drop_column("srmp_ordinal")
         batch.drop_column("srmp_stream_id")
