@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Callable
 from datetime import datetime
@@ -112,6 +113,7 @@ SEND_HEADERS: dict[str, Callable[[str], Any]] = {
 }
 
 
+@functools.cache  # a dozen names, built for every raw send and receive otherwise
 def header_name(field: str) -> str:
     return HEADER_PREFIX + "-".join(part.capitalize() for part in field.removesuffix("_base64").split("_"))
 

@@ -203,6 +203,8 @@ def ascii_lower(name: str) -> str:
 
 def leaf_text(element: Element) -> str:
     """The text of an element that must not contain elements (comments are skipped)."""
+    if len(element) == 0:  # the common case: no children at all, not even comments
+        return element.text or ""
     if any(isinstance(child.tag, str) for child in element):
         raise bad_request(f"<{split_tag(element)[1]}> must hold text, not elements")
     return (element.text or "") + "".join(child.tail or "" for child in element)
