@@ -1,10 +1,12 @@
 """Wake-ups across processes on PostgreSQL: LISTEN/NOTIFY on one dedicated connection.
 
 Every gateway process listens on one channel. A change is signalled in-process at once
-and published with NOTIFY right after the commit that made it; the other processes wake
-their waiting receives when the notification arrives. Correctness never depends on it:
-receives claim rows with SKIP LOCKED, so a lost notification costs latency, not messages,
-and a slow safety poll covers the time the listening connection is down.
+and published with NOTIFY right after the commit that made it, as `queue_id:messages` pairs;
+the other processes wake as many waiting receives of each queue (and every other watcher)
+when the notification arrives. A pair without a count wakes every waiter of the queue.
+Correctness never depends on it: receives claim rows with SKIP LOCKED, so a lost
+notification costs latency, not messages, and a slow safety poll covers the time the
+listening connection is down.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Iterable
 
 import asyncpg
@@ -22,6 +25,8 @@ from storage.wakeups import LocalWakeUps
 
 CHANNEL = "msmq_gateway_wakeup"
 _RECONNECT_DELAY_S = 1.0
+_MAX_COUNTED = 10_000
+"""More messages than this in one notification wake no more waiters than this."""
 log = logging.getLogger(__name__)
 
 
@@ -33,7 +38,7 @@ class PostgresWakeUps:
     def __init__(self, url: str, safety_poll_interval: float) -> None:
         self._dsn = asyncpg_dsn(url)
         self._local = LocalWakeUps(safety_poll_interval)
-        self._pending: set[int] = set()
+        self._pending: Counter[int] = Counter()
         self._wanted = asyncio.Event()
         self._connection: asyncpg.Connection | None = None
         self._task: asyncio.Task[None] | None = None
@@ -59,7 +64,7 @@ class PostgresWakeUps:
     def signal(self, queue_ids: Iterable[int]) -> None:
         changed = list(queue_ids)
         self._local.signal(changed)
-        self._pending |= set(changed)
+        self._pending.update(changed)
         if changed:
             self._wanted.set()
 
@@ -88,18 +93,36 @@ class PostgresWakeUps:
         while True:
             await self._wanted.wait()
             self._wanted.clear()
-            batch, self._pending = self._pending, set()
-            payload = ",".join(str(queue_id) for queue_id in sorted(batch))
+            batch, self._pending = self._pending, Counter()
+            payload = ",".join(f"{queue_id}:{messages}" for queue_id, messages in sorted(batch.items()))
             await self._connection.execute("SELECT pg_notify($1, $2)", CHANNEL, payload)
 
     def _on_notification(self, connection: object, pid: int, _channel: str, payload: str) -> None:
         own = self._connection
         if own is not None and pid == own.get_server_pid():
             return  # our own NOTIFY: already signalled in-process
-        self._local.signal_all(int(part) for part in payload.split(",") if part.isdigit())
+        counted, uncounted = parse_payload(payload)
+        self._local.signal(counted)
+        self._local.signal_all(uncounted)
 
     async def _disconnect(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
             with contextlib.suppress(Exception):
                 await connection.close(timeout=2)
+
+
+def parse_payload(payload: str) -> tuple[list[int], list[int]]:
+    """`7:3,9` -> ([7, 7, 7], [9]): a queue ID per message, and queues changed by an unknown
+    number (woken entirely). Malformed parts are ignored: the payload is only a hint."""
+    counted: list[int] = []
+    uncounted: list[int] = []
+    for part in payload.split(","):
+        queue, _, messages = part.partition(":")
+        if not queue.isdigit():
+            continue
+        if not messages:
+            uncounted.append(int(queue))
+        elif messages.isdigit():
+            counted.extend([int(queue)] * min(int(messages), _MAX_COUNTED))
+    return counted, uncounted

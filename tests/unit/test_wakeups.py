@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from qm.wakeups import Watch
+from storage.pg_wakeups import parse_payload
 from storage.wakeups import LocalWakeUps
 
 pytestmark = pytest.mark.anyio
@@ -66,3 +67,9 @@ async def test_closed_watches_are_forgotten() -> None:
     late = wakeups.watch(QUEUE, takes=True)
     wakeups.signal([QUEUE])
     assert await _woken(late)
+
+
+def test_a_notification_carries_a_count_per_queue_and_tolerates_other_forms() -> None:
+    assert parse_payload("7:3,9") == ([7, 7, 7], [9])
+    assert parse_payload("12:1,x,:4,5:y,") == ([12], [])
+    assert parse_payload("3:99999999") == ([3] * 10_000, [])

@@ -1,0 +1,86 @@
+"""Wake-ups across gateway processes on PostgreSQL (LISTEN/NOTIFY): a receive waiting in one
+process is woken by a send committed in another, well before the slow safety poll, and one
+message wakes one waiting receiver there too."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from qm.clock import SettableClock
+from qm.config import ManagerConfig
+from qm.manager import QueueManager
+from qm.reading import QueueReader
+from storage.engine import make_engine
+from storage.pg_wakeups import PostgresWakeUps
+from storage.store import SqlStore
+from tests.contract.support import WAIT_LIMIT_S, bodies_of, new_queue, send_bodies
+from tests.observed_wakeups import ObservedWakeUps
+
+pytestmark = pytest.mark.anyio
+
+PATH = "private$/orders"
+SAFETY_POLL_S = 300.0
+"""Far above the test's limit: only a notification can wake a reader in time."""
+
+
+class Process:
+    """A queue manager with its own store, pool and listening connection, as a gateway
+    process has."""
+
+    def __init__(self, database_url: str, clock: SettableClock) -> None:
+        self.channel = PostgresWakeUps(database_url, safety_poll_interval=SAFETY_POLL_S)
+        self.wakeups = ObservedWakeUps(self.channel)
+        self.store = SqlStore(make_engine(database_url))
+        self.manager = QueueManager(self.store, self.wakeups, clock, ManagerConfig())
+        self.reader = QueueReader(self.manager)
+
+    async def start(self) -> None:
+        await self.channel.start()
+        await self.manager.start()
+
+    async def close(self) -> None:
+        await self.channel.close()
+        await self.store.close()
+
+
+@pytest.fixture
+async def processes(database_url: str, clock: SettableClock) -> AsyncIterator[tuple[Process, Process]]:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("LISTEN/NOTIFY wake-ups are PostgreSQL's; SQLite processes poll")
+    pair = (Process(database_url, clock), Process(database_url, clock))
+    for process in pair:
+        await process.start()
+    yield pair
+    for process in pair:
+        await process.close()
+
+
+async def test_a_receive_waiting_in_one_process_gets_a_message_sent_in_another(
+    processes: tuple[Process, Process],
+) -> None:
+    sender, receiver = processes
+    await new_queue(sender.manager, PATH)
+    waiting = asyncio.create_task(receiver.reader.receive(PATH, 120_000))
+    await receiver.wakeups.until_waiting()
+    await send_bodies(sender.manager, PATH, [b"across"])
+    assert bodies_of([await asyncio.wait_for(waiting, WAIT_LIMIT_S)]) == [b"across"]
+
+
+async def test_one_message_from_another_process_wakes_one_waiting_receiver(
+    processes: tuple[Process, Process],
+) -> None:
+    sender, receiver = processes
+    await new_queue(sender.manager, PATH)
+    waiting = [asyncio.create_task(receiver.reader.receive(PATH, 120_000)) for _ in range(4)]
+    await receiver.wakeups.until_waiting(4)
+    attempts_before = receiver.store.receive_group.stats.requests
+    await send_bodies(sender.manager, PATH, [b"one"])
+    done, _ = await asyncio.wait(waiting, timeout=WAIT_LIMIT_S, return_when=asyncio.FIRST_COMPLETED)
+    assert bodies_of([task.result() for task in done]) == [b"one"]
+    await receiver.wakeups.until_waiting(3)
+    assert receiver.store.receive_group.stats.requests - attempts_before <= 2
+    for task in waiting:
+        task.cancel()
