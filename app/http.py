@@ -164,4 +164,6 @@ def message_response(
 def _header_text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)  # nothing to escape
     return quote(str(value), safe="{}\\$/:=;@+-_.,")

@@ -97,8 +97,9 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     app.add_middleware(srmp.SrmpRequestTarget, virtual_directory=settings.srmp_virtual_directory)
     openapi.install(app, srmp.SRMP_OPENAPI)
     # Matching walks the routes in order: the busiest (send, receive) first. Lookup before
-    # messages: `{path:path}/receive` would also match `.../messages/first/receive`.
+    # receive and peek: `{path:path}/receive` would also match `.../messages/first/receive`.
     for router in (
+        messages.send_router,
         lookup.router,
         messages.router,
         queue_manager.router,

@@ -105,6 +105,15 @@ class DisposalPolicy:
     def __init__(self, identity: LocalIdentity) -> None:
         self.identity = identity
 
+    @staticmethod
+    def arrival_may_place(journal: int, admin_queue: str | None, acknowledge: int) -> bool:
+        """Whether `consequences(…, Reason.ARRIVED, …)` can place anything for a message with
+        these properties (source journaling, an arrival acknowledgment): a cheap test that
+        spares the store building departures for every arriving message."""
+        if journal & JournalFlags.JOURNAL:
+            return True
+        return bool(admin_queue) and acks.requested(acknowledge, Reason.ARRIVED.value)
+
     def consequences(self, departure: Departure, reason: Reason, now: datetime) -> list[Placement]:
         if departure.queue.kind is QueueKind.OUTGOING:
             return self._in_transit(departure, reason, now)

@@ -56,6 +56,12 @@ class Consequences:
         """Place what the policy asks for each message (for ARRIVED: rows now available).
         `known` saves looking up queues the caller already has (the hot receive path)."""
         policy = self._store.policy
+        if policy is not None and reason is Reason.ARRIVED:
+            affected = [
+                row
+                for row in affected
+                if policy.arrival_may_place(row["journal"], row["admin_queue"], row["acknowledge"])
+            ]
         if policy is None or not affected:
             return
         placements: list[Placement] = []

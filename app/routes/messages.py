@@ -23,6 +23,8 @@ from app.schemas import MessageBatch, MessageOut, MessagePage, SentOut
 from qm.errors import MqError, MqErrorCode
 from qm.model import Message
 
+send_router = APIRouter(tags=["messages"])
+"""Send and browse (`…/messages`): no lookup route can shadow them, so they are matched first."""
 router = APIRouter(tags=["messages"])
 MAX_BATCH = 1000
 LOCK_GONE = problem_example(
@@ -39,7 +41,7 @@ LOCK_NOT_HELD = problem_example(
 )
 
 
-@router.post(
+@send_router.post(
     "/api/queues/{path:path}/messages",
     status_code=status.HTTP_201_CREATED,
     summary="Send a message",
@@ -74,7 +76,7 @@ async def send(
     )
 
 
-@router.get(
+@send_router.get(
     "/api/queues/{path:path}/messages",
     summary="List available messages in queue order",
     responses={200: example({"messages": [MESSAGE_EXAMPLE], "next_after": None})},
