@@ -46,6 +46,10 @@ SINGLE_MESSAGE_TRANSACTION = "single"
 Attempt = Callable[[], Awaitable[Message | None]]
 
 
+_STALE_QUEUE = frozenset({MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, MqErrorCode.MQ_ERROR_TRANSACTION_USAGE})
+"""What a send to a remembered queue gets when that queue is no longer the one remembered."""
+
+
 @dataclass(frozen=True, slots=True)
 class Arrival:
     """What `deliver` was asked to store, kept together for a second attempt."""
@@ -219,12 +223,11 @@ class QueueManager:
         try:
             stored = await self._deliver_to(path, arrival)
         except MqError as error:
-            if (
-                error.code is not MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND
-                or self.known_queues.get(path.key) is None
-            ):
+            if error.code not in _STALE_QUEUE or self.known_queues.get(path.key) is None:
                 raise
-            self.known_queues.forget(path.key)  # deleted (perhaps re-created) by another process
+            # The remembered queue was deleted, perhaps re-created (transactional or not),
+            # by another process: look it up again, once.
+            self.known_queues.forget(path.key)
             stored = await self._deliver_to(path, arrival)
         if stored is not None and (stream is not None or path.kind is QueueKind.OUTGOING):
             self.outbound_work.set()

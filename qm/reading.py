@@ -6,7 +6,7 @@ import asyncio
 
 from qm.errors import MqError, MqErrorCode
 from qm.manager import Attempt, QueueManager
-from qm.model import Message, Queue
+from qm.model import INFINITE, Message, Queue
 from qm.store import Claim, PositionState, Seek, Selector
 
 LOCK_TAG_SEPARATOR = "-"
@@ -32,6 +32,7 @@ class QueueReader:
             claim = await self._qm._claim_for(queue, transaction)
             return await self._qm._take_waiting(queue, Selector(), claim, timeout_ms, abandoned)
         queue = await self._qm.known_queue(path_text)
+        started = asyncio.get_running_loop().time()
         try:
             return await self._qm._take_waiting(queue, Selector(), Claim(), timeout_ms, abandoned)
         except MqError as error:
@@ -39,7 +40,8 @@ class QueueReader:
                 raise
             self._qm.known_queues.forget(queue.path.key)  # deleted (perhaps re-created) elsewhere
             queue = await self._qm.known_queue(path_text)
-            return await self._qm._take_waiting(queue, Selector(), Claim(), timeout_ms, abandoned)
+            left = _remaining_ms(timeout_ms, asyncio.get_running_loop().time() - started)
+            return await self._qm._take_waiting(queue, Selector(), Claim(), left, abandoned)
 
     async def receive_many(
         self, path_text: str, timeout_ms: int, max_messages: int, abandoned: asyncio.Event | None = None
@@ -192,3 +194,10 @@ def _relative(seek: Seek, lookup_id: int) -> str:
     if seek is Seek.CURRENT:
         return f" with lookup ID {lookup_id}"
     return ""
+
+
+def _remaining_ms(timeout_ms: int, elapsed_s: float) -> int:
+    """What is left of a receive's wait after `elapsed_s` (INFINITE stays INFINITE)."""
+    if timeout_ms == INFINITE:
+        return INFINITE
+    return max(0, timeout_ms - int(elapsed_s * 1000))

@@ -153,18 +153,17 @@ class StoreBase:
         A message whose queue was deleted meanwhile (its ID gone, or reused by a newer queue
         under another name) fails the batch with MQ_ERROR_QUEUE_NOT_FOUND; the group commit
         then retries each request alone, so only the messages for that queue fail."""
-        expected = {item.queue_id: item.queue_key for item in items}
         statement = (
             sa.select(q.id, q.path_key, q.byte_count, q.quota_kb)
-            .where(q.id.in_(sorted(expected)))
+            .where(q.id.in_(sorted({item.queue_id for item in items})))
             .order_by(q.id)
         )
         if not self._sqlite:
             statement = statement.with_for_update()
         found = {row.id: row for row in await connection.execute(statement)}
-        for queue_id, key in expected.items():
-            row = found.get(queue_id)
-            if row is None or (key is not None and row.path_key != key):
+        for item in items:  # every message: two in a batch may name one ID by different paths
+            row = found.get(item.queue_id)
+            if row is None or (item.queue_key is not None and row.path_key != item.queue_key):
                 raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted meanwhile")
         return {row.id: QueueRoom(row.byte_count, row.quota_kb) for row in found.values()}
 

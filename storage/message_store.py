@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -54,6 +55,12 @@ class ReceiveRequest:
 
     queue: Queue
     now: datetime
+    caller: asyncio.Task[Any] | None = field(default_factory=asyncio.current_task)
+
+    @property
+    def abandoned(self) -> bool:
+        """The caller was cancelled: it will not take the answer (checked before the commit)."""
+        return self.caller is not None and (self.caller.cancelling() > 0 or self.caller.done())
 
 
 class MessageStore(StreamStore):
@@ -108,15 +115,17 @@ class MessageStore(StreamStore):
 
     async def _enqueue_together(self, requests: Sequence[EnqueueRequest]) -> list[list[EnqueueResult]]:
         """A constant number of statements per batch, whatever its size: the queues and the
-        machine's limits are read once, duplicates checked and remembered in one statement each."""
+        machine's limits are read once, the duplicate keys remembered in one statement (and the
+        keys of refused messages forgotten in one more)."""
         items = [item for request in requests for item in request.messages]
         relaxed = self._relaxed_express and all(request.express for request in requests)
         async with self._transaction(relaxed=relaxed) as connection:
             totals = await self._lock_queues(connection, items)
             room = await self._machine_room(connection)
-            seen = await self._seen(connection, {i.duplicate_key for i in items if i.duplicate_key})
-            outcomes = [await self._admission(connection, item, totals, room, seen) for item in items]
-            await self._remember(connection, items, outcomes)
+            fresh = await self._remember(connection, items)
+            acceptable = set(fresh)
+            outcomes = [await self._admission(connection, item, totals, room, acceptable) for item in items]
+            await self._forget_refused(connection, items, outcomes, fresh)
             accepted = [
                 item
                 for item, outcome in zip(items, outcomes, strict=True)
@@ -148,12 +157,12 @@ class MessageStore(StreamStore):
         item: NewMessage,
         totals: dict[int, QueueRoom],
         room: MachineRoom,
-        seen: set[str],
+        fresh: set[str],
     ) -> EnqueueOutcome:
-        """Duplicates first (answered as such even when full), then the quotas. An accepted
-        message's ID joins `seen` (a second copy in the same batch is a duplicate) and its
-        size the totals; the ID is written to the store after the loop (`_remember`)."""
-        if item.duplicate_key is not None and item.duplicate_key in seen:
+        """Duplicates first (answered as such even when full), then the quotas. `fresh` holds
+        the keys this batch may still accept: an accepted message's key leaves it, so a second
+        copy in the same batch is a duplicate."""
+        if item.duplicate_key is not None and item.duplicate_key not in fresh:
             return EnqueueOutcome.DUPLICATE
         stream = None if item.stream is None else await self.stream_state(connection, item.stream.stream_id)
         last_accepted = None if stream is None else stream.last_ordinal
@@ -166,59 +175,59 @@ class MessageStore(StreamStore):
         )
         if outcome is not EnqueueOutcome.ACCEPTED:
             return outcome
-        # The stream advances before the ID is remembered: a stream message whose ID is known
-        # still consumes its ordinal, so the next receipt covers it.
         if item.stream is not None and not await self.advance_stream(
             connection, item.stream, stream, item.arrived_time
         ):
             return EnqueueOutcome.DUPLICATE  # a concurrent copy advanced the stream first
         if item.duplicate_key is not None:
-            seen.add(item.duplicate_key)
+            fresh.discard(item.duplicate_key)
         queue.byte_count += size
         room.byte_count += size
         return outcome
 
-    @staticmethod
-    async def _seen(connection: AsyncConnection, keys: set[str]) -> set[str]:
-        """Which of `keys` arrived recently (one statement for the whole batch)."""
-        if not keys:
-            return set()
-        column = received_message_ids.c.message_id
-        found = await connection.execute(sa.select(column).where(column.in_(sorted(keys))))
-        return set(found.scalars())
-
-    async def _remember(
-        self, connection: AsyncConnection, items: Sequence[NewMessage], outcomes: list[EnqueueOutcome]
-    ) -> None:
-        """Record the accepted messages' duplicate keys in one statement; a key that is already
-        there was committed meanwhile by a concurrent copy (another process), whose outcome
-        then turns DUPLICATE here.
+    async def _remember(self, connection: AsyncConnection, items: Sequence[NewMessage]) -> frozenset[str]:
+        """Record the batch's duplicate keys before anything is admitted, in one statement;
+        return those that were not there yet. A key already there arrived recently, or was
+        committed meanwhile by a concurrent copy (another process): those messages are
+        duplicates, and take no room from the others in the batch.
 
         In the enqueue's own transaction: if the enqueue rolls back, so does the memory, and a
         concurrent duplicate waits on the key's index entry until this transaction ends. Keys
-        go in sorted order, so two such transactions cannot deadlock on each other's keys."""
-        wanted = {
-            item.duplicate_key: index
-            for index, (item, outcome) in enumerate(zip(items, outcomes, strict=True))
-            if item.duplicate_key is not None and outcome is EnqueueOutcome.ACCEPTED
-        }
-        if not wanted:
-            return
+        go in sorted order, before any other row is written, so two such transactions cannot
+        deadlock on each other's keys."""
+        arrivals: dict[str, int] = {}
+        for item in items:
+            if item.duplicate_key is not None:
+                arrivals.setdefault(item.duplicate_key, rows.to_us(item.arrived_time))
+        if not arrivals:
+            return frozenset()
         insert = sqlite_insert if self._sqlite else postgresql_insert
-        values = [
-            {"message_id": key, "received_at": rows.to_us(items[wanted[key]].arrived_time)}
-            for key in sorted(wanted)
-        ]
         statement = (
             insert(received_message_ids)
-            .values(values)
+            .values([{"message_id": key, "received_at": arrivals[key]} for key in sorted(arrivals)])
             .on_conflict_do_nothing()
             .returning(received_message_ids.c.message_id)
         )
-        written = set((await connection.execute(statement)).scalars())
-        for key, index in wanted.items():
-            if key not in written:
-                outcomes[index] = EnqueueOutcome.DUPLICATE
+        return frozenset((await connection.execute(statement)).scalars())
+
+    @staticmethod
+    async def _forget_refused(
+        connection: AsyncConnection,
+        items: Sequence[NewMessage],
+        outcomes: Sequence[EnqueueOutcome],
+        fresh: frozenset[str],
+    ) -> None:
+        """The keys written for messages that were refused (quota, stream order): forgotten, so
+        that the sender can send them again."""
+        accepted = {
+            item.duplicate_key
+            for item, outcome in zip(items, outcomes, strict=True)
+            if outcome is EnqueueOutcome.ACCEPTED
+        }
+        refused = sorted(fresh - accepted)
+        if refused:
+            column = received_message_ids.c.message_id
+            await connection.execute(sa.delete(received_message_ids).where(column.in_(refused)))
 
     async def place(self, placements: Sequence[Placement], now: datetime) -> None:
         async with self._transaction() as connection:
@@ -273,39 +282,60 @@ class MessageStore(StreamStore):
         """Concurrent plain receives in one transaction (one commit, one fsync): each queue's
         first messages, one per caller, handed out in queue order to the callers in the order
         they asked. A caller left without a message gets None and waits as before; one whose
-        queue is gone (or its ID now names another queue) gets MQ_ERROR_QUEUE_NOT_FOUND."""
+        queue is gone (or its ID now names another queue) gets MQ_ERROR_QUEUE_NOT_FOUND. If a
+        caller is cancelled while the batch runs, the transaction is rolled back and run again
+        without it, so no message is taken for nobody."""
+        answers: list[Message | BaseException | None] = [None] * len(requests)
+        while True:
+            live = [index for index, request in enumerate(requests) if not request.abandoned]
+            if not live:
+                return answers
+            try:
+                taken = await self._receive_together([requests[index] for index in live])
+            except _CallerWentAway:
+                continue
+            for index, answer in zip(live, taken, strict=True):
+                answers[index] = answer
+            return answers
+
+    async def _receive_together(
+        self, requests: Sequence[ReceiveRequest]
+    ) -> list[Message | BaseException | None]:
         now = max(request.now for request in requests)  # the strictest view of TTBR
-        callers: dict[int, list[int]] = {}
+        callers: dict[tuple[int, str], list[int]] = {}
         for index, request in enumerate(requests):
-            callers.setdefault(request.queue.id, []).append(index)
+            callers.setdefault((request.queue.id, request.queue.path.key), []).append(index)
         answers: list[Message | BaseException | None] = [None] * len(requests)
         async with self._transaction() as connection:
-            current = await self._journaling(connection, requests)
+            current = await self._queue_rows(connection, requests)
+            known: dict[int, tuple[QueuePath, bool]] = {}
             gone: list[Any] = []
-            for queue_id, indexes in callers.items():
-                if queue_id not in current:
+            for (queue_id, key), indexes in callers.items():
+                path_key, journal = current.get(queue_id, ("", False))
+                if path_key != key:
+                    missing = MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")
                     for index in indexes:
-                        answers[index] = MqError(
-                            MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted"
-                        )
+                        answers[index] = missing
                     continue
-                taken = await self._delete_first(connection, queue_id, len(indexes), now)
-                for index, row in zip(indexes, taken, strict=False):
+                known[queue_id] = (requests[indexes[0]].queue.path, journal)
+                found = await self._delete_first(connection, queue_id, len(indexes), now)
+                for index, row in zip(indexes, found, strict=False):
                     answers[index] = rows.message_from_row(row)
-                gone.extend(taken)
-            await Consequences(self, connection, now).removed(gone, Reason.RECEIVED, current)
+                gone.extend(found)
+            await Consequences(self, connection, now).removed(gone, Reason.RECEIVED, known)
+            if any(request.abandoned for request in requests):
+                raise _CallerWentAway  # roll back: the batch runs again without that caller
         return answers
 
     @staticmethod
-    async def _journaling(
+    async def _queue_rows(
         connection: AsyncConnection, requests: Sequence[ReceiveRequest]
-    ) -> dict[int, tuple[QueuePath, bool]]:
-        """The requested queues that still exist under the path they were asked by, with their
-        journaling as it is now (the callers' queue values may have been remembered)."""
-        paths = {request.queue.id: request.queue.path for request in requests}
-        statement = sa.select(q.id, q.path_key, q.journal).where(q.id.in_(sorted(paths)))
-        found = await connection.execute(statement)
-        return {row.id: (paths[row.id], row.journal) for row in found if row.path_key == paths[row.id].key}
+    ) -> dict[int, tuple[str, bool]]:
+        """Path key and journaling, as they are now, of the requested queues that still exist
+        (the callers' queue values may have been remembered)."""
+        ids = sorted({request.queue.id for request in requests})
+        found = await connection.execute(sa.select(q.id, q.path_key, q.journal).where(q.id.in_(ids)))
+        return {row.id: (row.path_key, bool(row.journal)) for row in found}
 
     async def _delete_first(
         self, connection: AsyncConnection, queue_id: int, limit: int, now: datetime
@@ -360,6 +390,10 @@ class MessageStore(StreamStore):
             else:
                 await self._unlock(connection, [row])
             return PositionState.LOCKED, row["queue_id"]
+
+
+class _CallerWentAway(Exception):
+    """A receive's caller was cancelled before its batch committed."""
 
 
 _FIRST = Selector()

@@ -37,7 +37,7 @@ class LocalWatch:
             woken = await self._woken
         finally:
             timer.cancel()
-            self._acted = True
+        self._acted = True  # not when cancelled: close() then hands the wake-up on
         return woken
 
     def close(self) -> None:

@@ -4,6 +4,8 @@ and a message that cannot be stored fails alone."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -11,13 +13,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
-from qm.model import MessageProperties, NewMessage
+from qm.model import Message, MessageProperties, NewMessage, QueueSettings
 from qm.reading import QueueReader
 from qm.store import Claim, EnqueueOutcome, EnqueueResult, Selector
+from storage.consequences import Consequences
+from storage.engine import make_engine
 from storage.message_store import EnqueueRequest
 from storage.store import SqlStore
-from storage.tables import messages
-from tests.contract.support import bodies_of, counts, new_queue
+from storage.tables import messages, received_message_ids
+from tests.contract.support import WAIT_LIMIT_S, bodies_of, counts, new_queue
 
 pytestmark = pytest.mark.anyio
 
@@ -167,3 +171,71 @@ async def test_a_receive_cancelled_before_its_batch_takes_nothing(manager: Queue
     doomed.cancel()
     assert bodies_of([await blocker]) == [b"kept"]
     assert bodies_of([await store.take(queue, Selector(), now, Claim())]) == [b"second"]
+
+
+async def test_a_receive_cancelled_while_its_batch_runs_takes_nothing(
+    manager: QueueManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller is cancelled after its message was taken but before the commit: the batch
+    is rolled back and runs again without it, so the message stays in the queue."""
+    await new_queue(manager, PATH)
+    await manager.send(PATH, MessageProperties(body=b"only"))
+    queue = await manager.get_queue(PATH)
+    store = _store(manager)
+    inside, release = asyncio.Event(), asyncio.Event()
+    removed = Consequences.removed
+
+    async def held(self: Consequences, *args: Any, **kwargs: Any) -> None:
+        inside.set()  # the message is deleted in this transaction, not yet committed
+        await release.wait()
+        await removed(self, *args, **kwargs)
+
+    monkeypatch.setattr(Consequences, "removed", held)
+    receiver = asyncio.create_task(store.take(queue, Selector(), manager.clock.now(), Claim()))
+    await inside.wait()
+    receiver.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await receiver
+    await store.receive_group.close()  # the batch has ended, one way or the other
+    assert await counts(manager, PATH) == (1, 4)
+
+
+async def test_a_late_duplicate_takes_no_room_from_the_rest_of_its_batch(
+    manager: QueueManager, database_url: str
+) -> None:
+    """Another process holds message K uncommitted; a copy of K and another message come in
+    one batch against a 1 KB quota. K turns out a duplicate, so the other message fits."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("a second writer holding a key uncommitted needs PostgreSQL")
+    await new_queue(manager, PATH, QueueSettings(quota_kb=1))
+    await manager.known_queue(PATH)
+    other = make_engine(database_url)
+    try:
+        async with other.begin() as connection:
+            await connection.execute(sa.insert(received_message_ids).values(message_id="K", received_at=0))
+            answers = asyncio.gather(
+                manager.deliver(PATH, MessageProperties(body=b"a" * 600), None, "K"),
+                manager.send(PATH, MessageProperties(body=b"b" * 600)),
+                return_exceptions=True,
+            )
+            await _until_a_backend_waits_for_a_lock(connection)
+        duplicate, other_message = await answers
+    finally:
+        await other.dispose()
+    assert duplicate is None
+    assert isinstance(other_message, Message)
+    assert await counts(manager, PATH) == (1, 600)
+
+
+async def _until_a_backend_waits_for_a_lock(connection: AsyncConnection) -> None:
+    """Poll the server until some session of this database is blocked on a lock."""
+    waiting = sa.text(
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    async with asyncio.timeout(WAIT_LIMIT_S):
+        for _ in itertools.count():
+            if (await connection.execute(waiting)).scalar():
+                return
+            await asyncio.sleep(0.01)  # the server has no event to wait on for this

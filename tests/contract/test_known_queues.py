@@ -4,15 +4,16 @@ correctly."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
 from qm.clock import SettableClock
 from qm.config import ManagerConfig
-from qm.errors import MqErrorCode
-from qm.manager import QueueManager
-from qm.model import MessageProperties, QueueChanges, QueueSettings
+from qm.errors import MqError, MqErrorCode
+from qm.manager import SINGLE_MESSAGE_TRANSACTION, QueueManager
+from qm.model import Message, MessageProperties, QueueChanges, QueueSettings
 from qm.reading import QueueReader
 from storage.engine import make_engine
 from storage.store import SqlStore
@@ -131,3 +132,59 @@ async def test_journaling_switched_on_elsewhere_applies_to_the_next_receive(
     await other_process.update_queue(PATH, QueueChanges(journal=True))
     assert bodies_of([await reader.receive(PATH, 0)]) == [b"journaled"]
     assert bodies_of([await reader.peek(PATH + ";journal", 0)]) == [b"journaled"]
+
+
+async def test_a_send_to_a_queue_recreated_transactional_elsewhere_is_stored(
+    manager: QueueManager, other_process: QueueManager, reader: QueueReader
+) -> None:
+    """The remembered queue was not transactional; an SRMP stream message (a single-message
+    transaction) to the re-created, transactional one must not be refused from memory."""
+    await new_queue(manager, PATH)
+    await _send(manager, PATH, b"first")
+    await other_process.delete_queue(PATH)
+    await new_queue(other_process, PATH, QueueSettings(transactional=True))
+    stored = await manager.deliver(PATH, MessageProperties(body=b"stream"), SINGLE_MESSAGE_TRANSACTION)
+    assert stored is not None
+    assert bodies_of([await reader.receive(PATH, 0, SINGLE_MESSAGE_TRANSACTION)]) == [b"stream"]
+
+
+async def test_sends_in_one_batch_by_a_reused_id_reach_only_their_own_queue(
+    manager: QueueManager, other_process: QueueManager, database_url: str
+) -> None:
+    """On SQLite the new `invoices` gets the deleted `orders`' ID; a send by the remembered
+    `orders` and one to `invoices` share a batch: only the second may be stored."""
+    await new_queue(manager, PATH)
+    await _send(manager, PATH, b"first")
+    remembered = manager.known_queues.get(manager.resolve(PATH).key)
+    assert remembered is not None
+    await other_process.delete_queue(PATH)
+    await new_queue(other_process, OTHER)
+    if database_url.startswith("sqlite"):
+        assert (await other_process.get_queue(OTHER)).id == remembered.id
+    await manager.known_queue(OTHER)  # both remembered: the two sends submit in one loop turn
+    to_orders, to_invoices = await asyncio.gather(
+        _send(manager, PATH, b"for orders"), _send(manager, OTHER, b"for invoices"), return_exceptions=True
+    )
+    assert isinstance(to_orders, MqError) and to_orders.code is MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND
+    assert to_invoices is None
+    assert await counts(manager, OTHER) == (1, len(b"for invoices"))
+
+
+async def test_receives_in_one_batch_by_a_reused_id_take_only_from_their_own_queue(
+    manager: QueueManager, other_process: QueueManager, reader: QueueReader, database_url: str
+) -> None:
+    await new_queue(manager, PATH)
+    assert await reader.receive(PATH, 0) is None  # remembers orders
+    remembered = manager.known_queues.get(manager.resolve(PATH).key)
+    assert remembered is not None
+    await other_process.delete_queue(PATH)
+    await new_queue(other_process, OTHER)
+    if database_url.startswith("sqlite"):
+        assert (await other_process.get_queue(OTHER)).id == remembered.id
+    await _send(other_process, OTHER, b"for invoices only")
+    await manager.known_queue(OTHER)
+    from_orders, from_invoices = await asyncio.gather(
+        reader.receive(PATH, 0), reader.receive(OTHER, 0), return_exceptions=True
+    )
+    assert isinstance(from_orders, MqError) and from_orders.code is MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND
+    assert isinstance(from_invoices, Message) and from_invoices.properties.body == b"for invoices only"

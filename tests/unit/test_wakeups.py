@@ -3,6 +3,8 @@ wake-up a taker did not act on handed to the next (qm.wakeups)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from qm.wakeups import Watch
@@ -51,6 +53,19 @@ async def test_a_taker_that_waited_for_its_wake_up_keeps_it() -> None:
     assert await acted.wait(60)
     acted.close()
     assert not await _woken(next_in_line)
+
+
+async def test_a_woken_taker_cancelled_before_it_runs_hands_the_wake_up_on() -> None:
+    wakeups = LocalWakeUps(poll_interval=60)
+    first, second = wakeups.watch(QUEUE, takes=True), wakeups.watch(QUEUE, takes=True)
+    waiting = asyncio.ensure_future(first.wait(60))
+    await asyncio.sleep(0)  # one turn of the loop: it waits
+    wakeups.signal([QUEUE])
+    waiting.cancel()  # in the same turn: it never sees its wake-up
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    first.close()
+    assert await _woken(second)
 
 
 async def test_a_change_from_another_process_wakes_every_taker() -> None:
