@@ -141,7 +141,12 @@ def _allocate(store: Store, count: int) -> tuple[str, list[int]]:
             store.execute("UPDATE queue_manager SET counter = counter + ? RETURNING counter", [count])[0][0]
         )
         return guid, list(range(top - count + 1, top + 1))
-    rows = store.execute("SELECT nextval('message_counter') FROM generate_series(1, ?)", [count])
+    # Take the transaction ID before the first counter (the condition is evaluated once,
+    # first): the gateway's commit fence must see every transaction holding counters.
+    rows = store.execute(
+        "SELECT nextval('message_counter') FROM generate_series(1, ?) WHERE pg_current_xact_id() IS NOT NULL",
+        [count],
+    )
     return guid, sorted(int(row[0]) for row in rows)
 
 

@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
 from qm.model import Message, Queue
 from qm.store import Claim, CursorPlace, CursorRecord, PositionState, Seek, Selector
+
+
+@dataclass(frozen=True, slots=True)
+class Arrivals:
+    """What a waiting cursor counts as an arrival: a message whose counter is above `counter`
+    (a settled counter, Store.counter_high_water) and that is not one of `known` (there
+    already, or met). A message whose send commits late, below messages that committed
+    before it, is an arrival like any other: it is not lost behind a cursor."""
+
+    counter: int
+    known: frozenset[int] = frozenset()
+
+    def selector(self) -> Selector:
+        return Selector(Seek.ARRIVED_AFTER, self.counter, known=self.known)
 
 
 class CursorService:
@@ -37,8 +52,16 @@ class CursorService:
         """The open cursor and the queue it walks."""
         return await self._open_cursor(cursor_id)
 
-    async def peek_current(self, cursor_id: str, timeout_ms: int) -> Message | None:
-        """MQ_ACTION_PEEK_CURRENT with a cursor; positions an unpositioned cursor."""
+    async def arrivals(self, queue_id: int) -> Arrivals:
+        """From now on: the queue's messages above a settled counter are there already."""
+        counter = await self._qm.store.counter_high_water()
+        return Arrivals(counter, await self._qm.store.arrived_since(queue_id, counter))
+
+    async def peek_current(
+        self, cursor_id: str, timeout_ms: int, arrivals: Arrivals | None = None
+    ) -> Message | None:
+        """MQ_ACTION_PEEK_CURRENT with a cursor; positions an unpositioned cursor. `arrivals`:
+        what counts as new while waiting (default: what arrives from now on)."""
         cursor, queue = await self._open_cursor(cursor_id)
         if cursor.place is CursorPlace.ON_MESSAGE:
             selector = Selector(Seek.CURRENT, cursor.position)
@@ -47,9 +70,11 @@ class CursorService:
                 raise await self._moved_error(queue, cursor)
             await self._save(cursor)
             return self._qm._as_read(message)
-        return await self._advance(cursor, queue, timeout_ms, self._first_seek(cursor))
+        return await self._advance(cursor, queue, timeout_ms, self._first_seek(cursor), arrivals)
 
-    async def peek_next(self, cursor_id: str, timeout_ms: int) -> Message | None:
+    async def peek_next(
+        self, cursor_id: str, timeout_ms: int, arrivals: Arrivals | None = None
+    ) -> Message | None:
         """MQ_ACTION_PEEK_NEXT: needs a positioned cursor; waits at the end of the queue."""
         cursor, queue = await self._open_cursor(cursor_id)
         if cursor.place is CursorPlace.UNPOSITIONED:
@@ -57,7 +82,7 @@ class CursorService:
                 MqErrorCode.MQ_ERROR_ILLEGAL_CURSOR_ACTION,
                 "peek next needs a cursor positioned by peek current first",
             )
-        return await self._advance(cursor, queue, timeout_ms, Selector(Seek.NEXT, cursor.position))
+        return await self._advance(cursor, queue, timeout_ms, Selector(Seek.NEXT, cursor.position), arrivals)
 
     async def move_to(self, cursor_id: str, lookup_id: int) -> None:
         """Rest the cursor on a message found another way: the trigger service follows a
@@ -88,16 +113,21 @@ class CursorService:
         return self._qm._as_read(message)
 
     async def _advance(
-        self, cursor: CursorRecord, queue: Queue, timeout_ms: int, selector: Selector
+        self,
+        cursor: CursorRecord,
+        queue: Queue,
+        timeout_ms: int,
+        selector: Selector,
+        arrivals: Arrivals | None = None,
     ) -> Message | None:
-        """Peek forward; a cursor waiting at the end moves to whatever arrives, wherever."""
-        high_water = await self._qm.store.counter_high_water()
-        arrivals = Selector(Seek.ARRIVED_AFTER, high_water)
+        """Peek forward; a cursor waiting at the end moves to whatever arrives, wherever —
+        including a message whose send committed after the cursor passed its place."""
+        arrived = (arrivals or await self.arrivals(queue.id)).selector()
 
         async def attempt() -> Message | None:
             now = self._qm.clock.now()
             found = await self._qm.store.peek(queue.id, selector, now)
-            return found or await self._qm.store.peek(queue.id, arrivals, now)
+            return found or await self._qm.store.peek(queue.id, arrived, now)
 
         message = await self._qm._wait(queue, attempt, timeout_ms)
         if message is not None:

@@ -37,7 +37,8 @@ class Seek(enum.Enum):
     NEXT = "next"
     PREVIOUS = "previous"
     ARRIVED_AFTER = "arrived-after"
-    """The first message whose counter part is above `lookup_id`: what a waiting cursor sees."""
+    """The first message whose counter part is above `lookup_id` and that is not one of the
+    selector's `known` messages: what a waiting cursor sees (see `Store.counter_high_water`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,8 @@ class Selector:
     lookup_id: int = 0
     message_id: str | None = None
     correlation_id: bytes | None = None
+    known: frozenset[int] = frozenset()
+    """ARRIVED_AFTER only: lookup IDs that do not count as arrivals (already there or met)."""
 
 
 class ClaimKind(enum.Enum):
@@ -176,7 +179,17 @@ class Store(TriggerStore, Protocol):
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState: ...
 
     async def counter_high_water(self) -> int:
-        """The last counter value handed out (low 56 bits of lookup IDs)."""
+        """A settled counter (low 56 bits of lookup IDs): every message whose counter is at or
+        below it is committed and available, or gone for good. Counters are allocated before
+        the commit: on PostgreSQL, transactions in flight commit in any order, and a message
+        sent in a transaction becomes available at that transaction's commit (both stores),
+        so the value can lag behind the last counter handed out; it never goes back."""
+        ...
+
+    async def arrived_since(self, queue_id: int, counter: int) -> frozenset[int]:
+        """The lookup IDs of the queue's messages whose counter is above `counter`, except
+        those sent in a transaction still open: with `counter` a settled counter, what is
+        already there, so that a later ARRIVED_AFTER finds only what arrives from now on."""
         ...
 
     async def new_message_id(self) -> str:

@@ -18,10 +18,12 @@ from qm import rules
 from qm.disposal import DisposalPolicy
 from qm.errors import MqError, MqErrorCode
 from qm.model import INFINITE, NewMessage
+from qm.rules import COUNTER_MASK
 from qm.wakeups import WakeUps
 from storage import rows
 from storage.engine import SYNCHRONOUS, WRITE_TRANSACTION
-from storage.tables import AVAILABLE, message_counter, messages, queue_manager, queues
+from storage.statements import arrived_after
+from storage.tables import AVAILABLE, TXN_ENQUEUE, message_counter, messages, queue_manager, queues
 
 m = messages.c
 q = queues.c
@@ -55,6 +57,7 @@ class StoreBase:
         self._guid: uuid.UUID | None = None
         self._policy: DisposalPolicy | None = None
         self._wakeups: WakeUps | None = None
+        self._fence = CommitFence()
 
     def attach(self, policy: DisposalPolicy, wakeups: WakeUps) -> None:
         self._policy = policy
@@ -128,7 +131,13 @@ class StoreBase:
                 )
             ).scalar_one()
             return list(range(top - count + 1, top + 1))
-        series = sa.select(message_counter.next_value()).select_from(sa.func.generate_series(1, count))
+        # The transaction takes its ID before its first counter (the condition is evaluated
+        # once, before the series): the commit fence (CommitFence) sees every allocator.
+        series = (
+            sa.select(message_counter.next_value())
+            .select_from(sa.func.generate_series(1, count))
+            .where(sa.func.pg_current_xact_id().is_not(None))
+        )
         return sorted((await connection.execute(series)).scalars().all())
 
     async def new_message_id(self) -> str:
@@ -137,13 +146,25 @@ class StoreBase:
         return rules.message_id_for(self._identity(), counter)
 
     async def counter_high_water(self) -> int:
-        statement: sa.Executable
-        if self._sqlite:
-            statement = sa.select(queue_manager.c.counter)
-        else:
-            statement = sa.text("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM message_counter")
+        """A settled counter (qm.store.Store): SQLite commits in counter order (one writer),
+        PostgreSQL needs the commit fence; either way, not at or above a message that is
+        still waiting for its transaction's commit."""
         async with self.engine.connect() as connection:
-            return int((await connection.execute(statement)).scalar_one())
+            if self._sqlite:
+                settled = int((await connection.execute(sa.select(queue_manager.c.counter))).scalar_one())
+            else:
+                settled = await self._fence.settled(connection)
+            pending = (await connection.execute(_PENDING_SENDS)).scalar()
+        return settled if pending is None else min(settled, int(pending) - 1)
+
+    async def arrived_since(self, queue_id: int, counter: int) -> frozenset[int]:
+        statement = sa.select(m.lookup_id).where(
+            m.queue_id == queue_id,
+            arrived_after(counter),
+            sa.or_(m.txn_op.is_(None), m.txn_op != TXN_ENQUEUE),
+        )
+        async with self.engine.connect() as connection:
+            return frozenset((await connection.execute(statement)).scalars())
 
     async def _lock_queues(
         self, connection: AsyncConnection, items: Sequence[NewMessage]
@@ -193,6 +214,67 @@ class StoreBase:
                 .values(state=AVAILABLE, lock_tag=None, lock_expires_at=None)
             )
             self.changed(connection, (row["queue_id"] for row in held))
+
+
+_PENDING_SENDS = sa.select(sa.func.min(m.lookup_id.op("&")(COUNTER_MASK))).where(
+    m.transaction_id.is_not(None), m.txn_op == TXN_ENQUEUE
+)
+"""The lowest counter of a message sent in a transaction that is still open (via the
+transaction_id index): it becomes available at that commit, under its old lookup ID."""
+
+_LAST_COUNTER = sa.text("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM message_counter")
+_SNAPSHOT = sa.text(
+    "SELECT CAST(pg_current_snapshot() AS text) AS taken,"
+    " NOT EXISTS (SELECT FROM pg_snapshot_xip(pg_current_snapshot())) AS idle,"
+    " (SELECT coalesce(bool_and(pg_visible_in_snapshot(x, pg_current_snapshot())), true)"
+    "  FROM pg_snapshot_xip(CAST(CAST(:before AS text) AS pg_snapshot)) AS x) AS ended"
+)
+
+
+FIRST_SETTLE_TRIES = 100
+FIRST_SETTLE_PAUSE_S = 0.01
+
+
+class CommitFence:
+    """PostgreSQL: the highest counter below which no transaction is still in flight.
+
+    The sequence hands out counters before the commit, and transactions commit in any order
+    (group-commit batches of two gateway processes, dead-letter and journal copies), so the
+    last value handed out may belong to a transaction that commits later, and lower ones
+    too. The fence: read the sequence's value V, then take a snapshot S. Every transaction
+    that took a counter up to V had its transaction ID by then (`_allocate_counters`), so
+    it is finished or in S's in-progress list; once all of those have ended, V is settled.
+    Nothing is written and senders never wait: a candidate (V, S) is kept until a later
+    call sees its transactions ended (usually the next call, milliseconds later), then the
+    next candidate is taken, so a steady stream of new transactions cannot starve it."""
+
+    def __init__(self) -> None:
+        self._settled = 0
+        self._candidate: tuple[int, str] | None = None
+
+    async def settled(self, connection: AsyncConnection) -> int:
+        settled = await self._step(connection)
+        for _ in range(FIRST_SETTLE_TRIES):  # the first value only: 0 would count every
+            if self._settled or self._candidate is None:  # message as possibly new
+                break
+            await asyncio.sleep(FIRST_SETTLE_PAUSE_S)
+            settled = await self._step(connection)
+        return settled
+
+    async def _step(self, connection: AsyncConnection) -> int:
+        value = int((await connection.execute(_LAST_COUNTER)).scalar_one())
+        candidate = self._candidate
+        before = "1:1:" if candidate is None else candidate[1]
+        row = (await connection.execute(_SNAPSHOT, {"before": before})).one()
+        if candidate is not None and row.ended:
+            self._settled = max(self._settled, candidate[0])
+            if self._candidate == candidate:
+                self._candidate = None
+        if row.idle:
+            self._settled = max(self._settled, value)
+        elif self._candidate is None:
+            self._candidate = (value, row.taken)
+        return self._settled
 
 
 async def add_to_totals(connection: AsyncConnection, changed: Iterable[Mapping[Any, Any]], sign: int) -> None:

@@ -62,7 +62,10 @@ def _narrow(
     if seek is Seek.LAST:
         return statement.order_by(*backward)
     if seek is Seek.ARRIVED_AFTER:
-        return statement.where(arrived_after(reference)).order_by(*forward)
+        statement = statement.where(arrived_after(reference))
+        if selector.known:
+            statement = statement.where(m.lookup_id.not_in(sorted(selector.known)))
+        return statement.order_by(*forward)
     return statement.order_by(*forward)
 
 

@@ -9,11 +9,13 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from qm.cursors import Arrivals
 from qm.disposal import Departure, DisposalPolicy, Placement, PlacementKind, Reason
 from qm.errors import MqError
 from qm.model import Message, Queue
 from qm.paths import SystemQueue, system_queue_path
-from qm.store import Seek, Selector
+from qm.rules import counter_of
+from qm.store import Seek
 from qm.triggers.actions import ActionFailed, parameters
 from qm.triggers.conditions import holds_all
 from qm.triggers.model import Invocation, Outcome, ProcessingType, Rule, Trigger
@@ -39,6 +41,7 @@ class TriggerWalker:
         self._waiting_at_end = False
         self._cursor_id = ""
         self._jumped = False
+        self._arrivals = Arrivals(0)
 
     async def run(self) -> None:
         queue = await self._qm.get_queue(self._trigger.queue)
@@ -55,27 +58,41 @@ class TriggerWalker:
 
     async def _walk(self, queue: Queue) -> None:
         positioned = False
+        self._arrivals = Arrivals(await self._qm.store.counter_high_water())
         while True:
-            mark = await self._qm.store.counter_high_water()
             message = await self._next(positioned)
             if message is None:
                 continue
             positioned = True
+            self._met(message.lookup_id)
             if not (self._config.peek_once and message.lookup_id in self._done):
                 self._remember(message.lookup_id)
                 await self._dispatch(queue, message)
                 # From here the walker only looks further: an abort now meets it at the end.
                 self._waiting_at_end = self._loops_on_aborts()
-            await self._follow_arrivals(queue, message.lookup_id, mark)
+            await self._follow_arrivals(queue, message.lookup_id)
 
-    async def _follow_arrivals(self, queue: Queue, position: int, mark: int) -> None:
-        """The seed: a higher-priority message that arrived while the trigger was busy is
-        processed next wherever it landed (a resting cursor alone would miss it)."""
-        arrivals = Selector(Seek.ARRIVED_AFTER, mark)
-        ahead = await self._qm.store.peek(queue.id, arrivals, self._qm.clock.now())
+    async def _follow_arrivals(self, queue: Queue, position: int) -> None:
+        """The seed: a message that arrived while the trigger was busy is processed next
+        wherever it landed (a resting cursor alone would miss it): one of higher priority,
+        or one whose send committed after later messages' (a transaction, another process).
+
+        An arrival is a message above the walk's settled counter that the walk has not met.
+        With none behind the cursor, the counter moves up to a newly settled one (read before
+        looking, so that nothing settled in between is passed over)."""
+        settled = await self._qm.store.counter_high_water()
+        ahead = await self._qm.store.peek(queue.id, self._arrivals.selector(), self._qm.clock.now())
         if ahead is not None and ahead.lookup_id < position:
             await self._service.cursors.move_to(self._cursor_id, ahead.lookup_id)
             self._jumped = True
+        elif settled > self._arrivals.counter:
+            known = frozenset(seen for seen in self._arrivals.known if counter_of(seen) > settled)
+            self._arrivals = Arrivals(settled, known)
+
+    def _met(self, lookup_id: int) -> None:
+        """A message the walk has met is no arrival any more."""
+        if counter_of(lookup_id) > self._arrivals.counter:
+            self._arrivals = Arrivals(self._arrivals.counter, self._arrivals.known | {lookup_id})
 
     def _remember(self, lookup_id: int) -> None:
         """The cursor never goes back below where it stands, so older entries can go."""
@@ -95,11 +112,11 @@ class TriggerWalker:
                 pass  # taken meanwhile: go on from there
         read = cursors.peek_next if positioned else cursors.peek_current
         if not self._loops_on_aborts():
-            return await read(self._cursor_id, wait_ms)
+            return await read(self._cursor_id, wait_ms, self._arrivals)
         # The seed's cursor rule: while the cursor waits at the end, a message that an
         # aborted receive put back counts as an arrival, so the trigger meets it again.
         self._waiting_at_end = True
-        peeking = asyncio.ensure_future(read(self._cursor_id, wait_ms))
+        peeking = asyncio.ensure_future(read(self._cursor_id, wait_ms, self._arrivals))
         returned = asyncio.ensure_future(self._returned.get())
         done, _pending = await asyncio.wait({peeking, returned}, return_when=asyncio.FIRST_COMPLETED)
         if peeking in done:
