@@ -203,6 +203,22 @@ async def test_transactional_retrieval_loop_ends_at_the_attempt_limit_in_the_dea
         assert len(r.server.hits) == 3
 
 
+async def test_stopping_a_walker_that_loops_on_aborts_ends_its_cursor_wait(
+    manager: QueueManager, watched: WatchedWakeUps
+) -> None:
+    """A non-serialized transactional walker waits both on its cursor and for messages an
+    abort put back. Stopped, it must end both waits: a cursor wait left running goes on
+    reading a cursor its walker closed (MQ_ERROR_INVALID_HANDLE), and the store after it."""
+    await new_queue(manager, QUEUE, QueueSettings(transactional=True))
+    async with rig(manager) as r:
+        await r.trigger(ProcessingType.TRANSACTIONAL_RETRIEVAL, serialized=False)
+        service = r.service()
+        await service.refresh()
+        await watched.until_waiting()
+        await service.close()
+        assert watched.waiting == 0
+
+
 async def test_restart_processes_the_remaining_messages_again(
     manager: QueueManager, watched: WatchedWakeUps
 ) -> None:
