@@ -177,11 +177,6 @@ async def test_transactional_retrieval_failure_returns_the_message_behind_the_cu
         assert (back.properties.body, back.abort_count) == (b"bad", 1)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known flake under load (1 in ~10 full runs on SQLite): the walker's cursor is reported "
-    "closed (MQ_ERROR_INVALID_HANDLE) mid-loop; not yet understood, see the triggers report",
-)
 async def test_transactional_retrieval_loop_ends_at_the_attempt_limit_in_the_dead_letter_queue(
     manager: QueueManager, reader: QueueReader
 ) -> None:
