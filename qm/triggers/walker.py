@@ -47,8 +47,8 @@ class TriggerWalker:
         try:
             await self._walk(queue)
         finally:
-            # Let actions in flight finish (bounded by the action budget): a task cancelled
-            # inside a database write can leave its connection, and SQLite's write lock, held.
+            # Let actions in flight finish (bounded by the action budget), so a retrieval
+            # ends its lock or transaction now rather than when it times out.
             await asyncio.shield(asyncio.gather(*self._tasks, return_exceptions=True))
             with contextlib.suppress(Exception):
                 await self._service.cursors.close(cursor.id)

@@ -235,9 +235,7 @@ async def test_restart_processes_the_remaining_messages_again(
 async def test_one_process_runs_a_trigger_until_it_lets_go(
     manager: QueueManager, watched: WatchedWakeUps
 ) -> None:
-    """Several gateway processes share a database: the lease decides which one walks.
-    Walkers are stopped at rest: cancelling one inside a SQLite write can leave the write
-    lock held until its connection is collected (a known limitation, see the report)."""
+    """Several gateway processes share a database: the lease decides which one walks."""
     await new_queue(manager, QUEUE)
     async with rig(manager) as r:
         trigger = await r.trigger()
