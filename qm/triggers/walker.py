@@ -50,8 +50,8 @@ class TriggerWalker:
         try:
             await self._walk(queue)
         finally:
-            # Let actions in flight finish (bounded by the action budget): a task cancelled
-            # inside a database write can leave its connection, and SQLite's write lock, held.
+            # Let actions in flight finish (bounded by the action budget), so a retrieval
+            # ends its lock or transaction now rather than when it times out.
             await asyncio.shield(asyncio.gather(*self._tasks, return_exceptions=True))
             with contextlib.suppress(Exception):
                 await self._service.cursors.close(cursor.id)
@@ -118,17 +118,22 @@ class TriggerWalker:
         self._waiting_at_end = True
         peeking = asyncio.ensure_future(read(self._cursor_id, wait_ms, self._arrivals))
         returned = asyncio.ensure_future(self._returned.get())
-        done, _pending = await asyncio.wait({peeking, returned}, return_when=asyncio.FIRST_COMPLETED)
-        if peeking in done:
+        try:
+            await asyncio.wait({peeking, returned}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Neither wait outlives this call, a walker being stopped included: a cursor
+            # wait left behind goes on reading (and moving) a cursor its walker closed.
             returned.cancel()
-            message = peeking.result()
-            self._waiting_at_end = message is None
-            return message
-        peeking.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await peeking
-        self._waiting_at_end = False
-        return await self._peek_by_lookup_id(returned.result())
+            peeking.cancel()
+            await asyncio.wait({peeking})
+        if returned.done() and not returned.cancelled():
+            if peeking.cancelled():
+                self._waiting_at_end = False
+                return await self._peek_by_lookup_id(returned.result())
+            self._returned.put_nowait(returned.result())  # both at once: meet it next
+        message = peeking.result()
+        self._waiting_at_end = message is None
+        return message
 
     def _loops_on_aborts(self) -> bool:
         return (

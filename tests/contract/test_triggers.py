@@ -177,11 +177,6 @@ async def test_transactional_retrieval_failure_returns_the_message_behind_the_cu
         assert (back.properties.body, back.abort_count) == (b"bad", 1)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known flake under load (1 in ~10 full runs on SQLite): the walker's cursor is reported "
-    "closed (MQ_ERROR_INVALID_HANDLE) mid-loop; not yet understood, see the triggers report",
-)
 async def test_transactional_retrieval_loop_ends_at_the_attempt_limit_in_the_dead_letter_queue(
     manager: QueueManager, reader: QueueReader
 ) -> None:
@@ -201,6 +196,22 @@ async def test_transactional_retrieval_loop_ends_at_the_attempt_limit_in_the_dea
         log = await manager.store.list_invocations(trigger.id, 0, 10)
         assert [entry.outcome for entry in log] == [Outcome.FAILURE] * 3 + [Outcome.DEAD_LETTERED]
         assert len(r.server.hits) == 3
+
+
+async def test_stopping_a_walker_that_loops_on_aborts_ends_its_cursor_wait(
+    manager: QueueManager, watched: WatchedWakeUps
+) -> None:
+    """A non-serialized transactional walker waits both on its cursor and for messages an
+    abort put back. Stopped, it must end both waits: a cursor wait left running goes on
+    reading a cursor its walker closed (MQ_ERROR_INVALID_HANDLE), and the store after it."""
+    await new_queue(manager, QUEUE, QueueSettings(transactional=True))
+    async with rig(manager) as r:
+        await r.trigger(ProcessingType.TRANSACTIONAL_RETRIEVAL, serialized=False)
+        service = r.service()
+        await service.refresh()
+        await watched.until_waiting()
+        await service.close()
+        assert watched.waiting == 0
 
 
 async def test_restart_processes_the_remaining_messages_again(
@@ -224,9 +235,7 @@ async def test_restart_processes_the_remaining_messages_again(
 async def test_one_process_runs_a_trigger_until_it_lets_go(
     manager: QueueManager, watched: WatchedWakeUps
 ) -> None:
-    """Several gateway processes share a database: the lease decides which one walks.
-    Walkers are stopped at rest: cancelling one inside a SQLite write can leave the write
-    lock held until its connection is collected (a known limitation, see the report)."""
+    """Several gateway processes share a database: the lease decides which one walks."""
     await new_queue(manager, QUEUE)
     async with rig(manager) as r:
         trigger = await r.trigger()
