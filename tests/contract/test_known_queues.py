@@ -40,6 +40,19 @@ async def _send(manager: QueueManager, path: str, body: bytes) -> None:
     await manager.send(path, MessageProperties(body=body))
 
 
+async def _give_orders_id_to_invoices(
+    manager: QueueManager, other_process: QueueManager, database_url: str
+) -> None:
+    """`orders`, which `manager` remembers, is deleted elsewhere and `invoices` created: on
+    SQLite the new queue gets the deleted one's ID (the case these tests are about)."""
+    remembered = manager.known_queues.get(manager.resolve(PATH).key)
+    assert remembered is not None
+    await other_process.delete_queue(PATH)
+    await new_queue(other_process, OTHER)
+    if database_url.startswith("sqlite"):
+        assert (await other_process.get_queue(OTHER)).id == remembered.id
+
+
 async def test_a_send_after_the_queue_was_recreated_elsewhere_reaches_the_new_queue(
     manager: QueueManager, other_process: QueueManager, reader: QueueReader
 ) -> None:
@@ -71,12 +84,7 @@ async def test_a_remembered_id_reused_by_another_queue_is_not_followed(
     then not carry a message into that other queue."""
     await new_queue(manager, PATH)
     await _send(manager, PATH, b"first")
-    remembered = manager.known_queues.get(manager.resolve(PATH).key)
-    assert remembered is not None
-    await other_process.delete_queue(PATH)
-    await new_queue(other_process, OTHER)
-    if database_url.startswith("sqlite"):  # the case this test is about
-        assert (await manager.get_queue(OTHER)).id == remembered.id
+    await _give_orders_id_to_invoices(manager, other_process, database_url)
     with mq_error(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND):
         await _send(manager, PATH, b"not for invoices")
     assert await counts(manager, OTHER) == (0, 0)
@@ -155,12 +163,7 @@ async def test_sends_in_one_batch_by_a_reused_id_reach_only_their_own_queue(
     `orders` and one to `invoices` share a batch: only the second may be stored."""
     await new_queue(manager, PATH)
     await _send(manager, PATH, b"first")
-    remembered = manager.known_queues.get(manager.resolve(PATH).key)
-    assert remembered is not None
-    await other_process.delete_queue(PATH)
-    await new_queue(other_process, OTHER)
-    if database_url.startswith("sqlite"):
-        assert (await other_process.get_queue(OTHER)).id == remembered.id
+    await _give_orders_id_to_invoices(manager, other_process, database_url)
     await manager.known_queue(OTHER)  # both remembered: the two sends submit in one loop turn
     to_orders, to_invoices = await asyncio.gather(
         _send(manager, PATH, b"for orders"), _send(manager, OTHER, b"for invoices"), return_exceptions=True
@@ -175,12 +178,7 @@ async def test_receives_in_one_batch_by_a_reused_id_take_only_from_their_own_que
 ) -> None:
     await new_queue(manager, PATH)
     assert await reader.receive(PATH, 0) is None  # remembers orders
-    remembered = manager.known_queues.get(manager.resolve(PATH).key)
-    assert remembered is not None
-    await other_process.delete_queue(PATH)
-    await new_queue(other_process, OTHER)
-    if database_url.startswith("sqlite"):
-        assert (await other_process.get_queue(OTHER)).id == remembered.id
+    await _give_orders_id_to_invoices(manager, other_process, database_url)
     await _send(other_process, OTHER, b"for invoices only")
     await manager.known_queue(OTHER)
     from_orders, from_invoices = await asyncio.gather(
