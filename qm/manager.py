@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TypeVar
 
 from qm import outbound, rules, streams
 from qm.clock import Clock
@@ -46,8 +47,10 @@ SINGLE_MESSAGE_TRANSACTION = "single"
 Attempt = Callable[[], Awaitable[Message | None]]
 
 
+_T = TypeVar("_T")
+
 _STALE_QUEUE = frozenset({MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, MqErrorCode.MQ_ERROR_TRANSACTION_USAGE})
-"""What a send to a remembered queue gets when that queue is no longer the one remembered."""
+"""What a send or receive by a remembered queue gets when it is no longer the one remembered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,10 +180,28 @@ class QueueManager:
     async def known_queue(self, path_text: str) -> Queue:
         """`get_queue`, remembered (qm.known_queues): for sends and plain receives, whose
         transactions check that the queue is still the one remembered."""
-        path = self.resolve(path_text)
+        return await self._known(self.resolve(path_text))
+
+    async def with_known_queue(self, path: QueuePath, act: Callable[[Queue], Awaitable[_T]]) -> _T:
+        """`act` on the remembered queue. The store checks in its transaction that the queue is
+        still the one remembered; when it is not (deleted, perhaps re-created, transactional or
+        not, by another process), the queue is looked up again, once."""
+        try:
+            return await act(await self._known(path))
+        except MqError as error:
+            if error.code not in _STALE_QUEUE or self.known_queues.get(path.key) is None:
+                raise
+            self.known_queues.forget(path.key)
+            return await act(await self._known(path))
+
+    async def _known(self, path: QueuePath) -> Queue:
+        """The queue at `path`, remembered; an outgoing queue is created on first use."""
         queue = self.known_queues.get(path.key)
         if queue is None:
-            queue = await self._queue(path)
+            if path.kind is QueueKind.OUTGOING:
+                queue = (await self.store.ensure_outgoing_queue(path, self.clock.now())).queue
+            else:
+                queue = await self._queue(path)
             self.known_queues.put(queue)
         return queue
 
@@ -219,22 +240,18 @@ class QueueManager:
                 f"{path.url_path} is read-only: only the queue manager writes journal and dead-letter queues",
             )
         rules.validate_properties(properties, self.config.max_body_bytes)
+        if path.kind is QueueKind.OUTGOING and self.outbound_target(path.name) is None:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION,
+                f"{path.pathname}: the gateway sends only to hosts in MSMQGW_SRMP_OUTBOUND_HOSTS",
+            )
         arrival = Arrival(properties, transaction, duplicate_key, boundaries, stream)
-        try:
-            stored = await self._deliver_to(path, arrival)
-        except MqError as error:
-            if error.code not in _STALE_QUEUE or self.known_queues.get(path.key) is None:
-                raise
-            # The remembered queue was deleted, perhaps re-created (transactional or not),
-            # by another process: look it up again, once.
-            self.known_queues.forget(path.key)
-            stored = await self._deliver_to(path, arrival)
+        stored = await self.with_known_queue(path, lambda queue: self._deliver_to(queue, arrival))
         if stored is not None and (stream is not None or path.kind is QueueKind.OUTGOING):
             self.outbound_work.set()
         return stored
 
-    async def _deliver_to(self, path: QueuePath, arrival: Arrival) -> Message | None:
-        queue = await self._destination_queue(path)
+    async def _deliver_to(self, queue: Queue, arrival: Arrival) -> Message | None:
         held_by = await self._send_transaction(queue, arrival.transaction)
         properties = arrival.properties
         if arrival.transaction is not None:
@@ -249,23 +266,6 @@ class QueueManager:
                 new_message, first_in_transaction=first, last_in_transaction=last
             )
         return await self._enqueue(queue, new_message)
-
-    async def _destination_queue(self, path: QueuePath) -> Queue:
-        """The local queue, or the outgoing queue of a remote one (created on first use);
-        remembered, so that later sends read no queue row before their commit."""
-        if path.kind is QueueKind.OUTGOING and self.outbound_target(path.name) is None:
-            raise MqError(
-                MqErrorCode.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION,
-                f"{path.pathname}: the gateway sends only to hosts in MSMQGW_SRMP_OUTBOUND_HOSTS",
-            )
-        queue = self.known_queues.get(path.key)
-        if queue is None:
-            if path.kind is QueueKind.OUTGOING:
-                queue = (await self.store.ensure_outgoing_queue(path, self.clock.now())).queue
-            else:
-                queue = await self._queue(path)
-            self.known_queues.put(queue)
-        return queue
 
     async def _transactional(self, properties: MessageProperties, held_by: str | None) -> MessageProperties:
         """Priority 0, and (MSMQ's rule, unless configured otherwise) the TTBR of the
@@ -491,7 +491,7 @@ class QueueManager:
         async def attempt() -> Message | None:
             return await self.store.take(queue, selector, self.clock.now(), claim)
 
-        return await self._wait(queue, attempt, timeout_ms, abandoned, takes_first=selector == Selector())
+        return await self._wait(queue, attempt, timeout_ms, abandoned, takes_first=selector.first)
 
     async def _wait(
         self,

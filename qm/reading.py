@@ -31,17 +31,14 @@ class QueueReader:
             queue = await self._qm.get_queue(path_text)
             claim = await self._qm._claim_for(queue, transaction)
             return await self._qm._take_waiting(queue, Selector(), claim, timeout_ms, abandoned)
-        queue = await self._qm.known_queue(path_text)
-        started = asyncio.get_running_loop().time()
-        try:
-            return await self._qm._take_waiting(queue, Selector(), Claim(), timeout_ms, abandoned)
-        except MqError as error:
-            if error.code is not MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND:
-                raise
-            self._qm.known_queues.forget(queue.path.key)  # deleted (perhaps re-created) elsewhere
-            queue = await self._qm.known_queue(path_text)
-            left = _remaining_ms(timeout_ms, asyncio.get_running_loop().time() - started)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+
+        async def take(queue: Queue) -> Message | None:  # a second try waits what is left
+            left = _remaining_ms(timeout_ms, loop.time() - started)
             return await self._qm._take_waiting(queue, Selector(), Claim(), left, abandoned)
+
+        return await self._qm.with_known_queue(self._qm.resolve(path_text), take)
 
     async def receive_many(
         self, path_text: str, timeout_ms: int, max_messages: int, abandoned: asyncio.Event | None = None

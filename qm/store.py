@@ -52,6 +52,14 @@ class Selector:
     known: frozenset[int] = frozenset()
     """ARRIVED_AFTER only: lookup IDs that do not count as arrivals (already there or met)."""
 
+    @property
+    def first(self) -> bool:
+        """The queue's first available message, whatever it is (a plain receive's choice)."""
+        return self == FIRST
+
+
+FIRST = Selector()
+
 
 class ClaimKind(enum.Enum):
     RECEIVE = "receive"

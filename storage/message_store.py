@@ -252,7 +252,7 @@ class MessageStore(StreamStore):
         return [rows.message_from_row(row) for row in found]
 
     async def take(self, queue: Queue, selector: Selector, now: datetime, claim: Claim) -> Message | None:
-        if claim.kind is ClaimKind.RECEIVE and selector == _FIRST:
+        if claim.kind is ClaimKind.RECEIVE and selector.first:
             return await self.receive_group.submit(ReceiveRequest(queue, now))
         target = statements.select_target(queue.id, selector, rows.to_us(now), lock_rows=not self._sqlite)
         where = m.lookup_id == target.scalar_subquery()
@@ -394,10 +394,6 @@ class MessageStore(StreamStore):
 
 class _CallerWentAway(Exception):
     """A receive's caller was cancelled before its batch committed."""
-
-
-_FIRST = Selector()
-"""A plain receive's selector: the queue's first available message."""
 
 
 def _hold(claim: Claim) -> dict[str, Any]:

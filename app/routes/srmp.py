@@ -13,6 +13,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.docs import SRMP_STATISTICS_EXAMPLE, example
@@ -130,7 +131,7 @@ async def statistics(gateway: GatewayDep) -> dict[str, int]:
 
 
 async def _read_envelope(scope: Scope, receive: Receive) -> SrmpEnvelope:
-    headers = _headers(scope)
+    headers = Headers(scope=scope)
     chunked = "chunked" in headers.get("transfer-encoding", "").lower()
     check_request_head(scope["method"], headers.get("content-length"), chunked=chunked)
     chunks, size, more = [], 0, True
@@ -145,11 +146,6 @@ async def _read_envelope(scope: Scope, receive: Receive) -> SrmpEnvelope:
         chunks.append(chunk)
         more = message.get("more_body", False)
     return parse_request(b"".join(chunks), headers.get("content-type"))
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    """The request's headers by lower-case name (a repeated header: its last value)."""
-    return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
 
 
 async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> Outcome:
