@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,9 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+PING_AFTER_IDLE_S = 1.0
+"""A pooled PostgreSQL connection idle this long is pinged before use (see _ping_when_idle)."""
+_IDLE_SINCE = "msmqgw_idle_since"
 WRITE_TRANSACTION = "msmqgw_write_transaction"
 """Connection info key: the next SQLite transaction writes (BEGIN IMMEDIATE)."""
 SYNCHRONOUS = "msmqgw_synchronous"
@@ -20,13 +24,42 @@ def is_sqlite(url: str) -> bool:
     return sa.engine.make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str) -> AsyncEngine:
+def make_engine(url: str, ping_after_idle_s: float = PING_AFTER_IDLE_S) -> AsyncEngine:
     """An engine configured for durable queue work on either database."""
     if is_sqlite(url):
         return _sqlite_engine(url)
     # As many pooled connections as the group commits and readers use at concurrency 64:
     # connections beyond the pool are opened and closed per use (a TCP and TLS handshake).
-    return create_async_engine(url, pool_size=20, max_overflow=10, pool_pre_ping=True)
+    engine = create_async_engine(url, pool_size=20, max_overflow=10)
+    _ping_when_idle(engine, ping_after_idle_s)
+    return engine
+
+
+def _ping_when_idle(engine: AsyncEngine, idle_s: float) -> None:
+    """Ping a connection before use only when it has been idle `idle_s` or longer.
+
+    A ping on every checkout (pool_pre_ping) is a round trip per transaction, about a tenth
+    of a small transaction's CPU. A connection in steady use needs none: if the server went
+    away meanwhile, the statement fails, SQLAlchemy sees the disconnect and recycles every
+    connection of the pool. The ping catches the common case, a server restarted while the
+    gateway was quiet, before it costs a request."""
+    dialect = engine.sync_engine.dialect
+
+    @sa.event.listens_for(engine.sync_engine.pool, "checkin")
+    def _idle_from_now(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @sa.event.listens_for(engine.sync_engine.pool, "checkout")
+    def _ping_if_idle(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        idle_since = record.info.get(_IDLE_SINCE)
+        if idle_since is None or time.monotonic() - idle_since < idle_s:
+            return
+        try:
+            alive = dialect.do_ping(dbapi_connection)
+        except Exception as error:
+            raise sa.exc.DisconnectionError(f"a pooled connection failed its ping: {error}") from error
+        if not alive:
+            raise sa.exc.DisconnectionError("a pooled connection failed its ping")
 
 
 def ensure_sqlite_directory(url: str) -> None:
