@@ -208,14 +208,18 @@ class StoreRun:
             queue = create_queue(gateway, "e2e")
             return await producers_and_consumers(gateway.port, queue, self.profile.seconds)
 
-        await self.measured("end to end", f"{PRODUCERS}+{CONSUMERS}", work)
+        concurrency = f"{PRODUCERS}+{CONSUMERS}"
+        await self.measured("end to end", concurrency, work)
+        await self.measured(f"end to end, {WORKERS} workers", concurrency, work, workers=WORKERS)
 
     async def latency(self) -> None:
         async def work(gateway: Gateway) -> LoadResult:
             queue = create_queue(gateway, "latency")
             return await paced_latency(gateway.port, queue, LATENCY_RATE, self.profile.latency_seconds)
 
-        await self.measured(f"latency @{LATENCY_RATE}/s", f"1+{LATENCY_CONSUMERS}", work)
+        name, concurrency = f"latency @{LATENCY_RATE}/s", f"1+{LATENCY_CONSUMERS}"
+        await self.measured(name, concurrency, work)
+        await self.measured(f"{name}, {WORKERS} workers", concurrency, work, workers=WORKERS)
 
     async def depth(self) -> None:
         seconds = self.profile.seconds
