@@ -36,5 +36,6 @@ class WakeUps(Protocol):
         ...
 
     def pass_on(self, queue_id: int) -> None:
-        """Wake one more taker of the queue (in this process)."""
+        """Wake one more taker of the queue: in this process, or, where processes share
+        wake-ups and none is waiting here, in another."""
         ...

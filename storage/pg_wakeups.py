@@ -4,6 +4,10 @@ Every gateway process listens on one channel. A change is signalled in-process a
 and published with NOTIFY right after the commit that made it, as `queue_id:messages` pairs;
 the other processes wake as many waiting receives of each queue (and every other watcher)
 when the notification arrives. A pair without a count wakes every waiter of the queue.
+Messages that woke a receive waiting in this process are not counted again in the pair
+(`7:0` still wakes the peeks and cursors elsewhere): one message wakes one receive across
+all processes, not one in each. A wake-up handed on here with no taker left to take it is
+published as well.
 Correctness never depends on it: receives claim rows with SKIP LOCKED, so a lost
 notification costs latency, not messages, and a slow safety poll covers the time the
 listening connection is down.
@@ -37,7 +41,7 @@ def asyncpg_dsn(url: str) -> str:
 class PostgresWakeUps:
     def __init__(self, url: str, safety_poll_interval: float) -> None:
         self._dsn = asyncpg_dsn(url)
-        self._local = LocalWakeUps(safety_poll_interval)
+        self._local = LocalWakeUps(safety_poll_interval, unclaimed=self._announce)
         self._pending: Counter[int] = Counter()
         self._wanted = asyncio.Event()
         self._connection: asyncpg.Connection | None = None
@@ -62,14 +66,15 @@ class PostgresWakeUps:
         return self._local.watch(queue_id, takes)
 
     def signal(self, queue_ids: Iterable[int]) -> None:
-        changed = list(queue_ids)
-        self._local.signal(changed)
-        self._pending.update(changed)
-        if changed:
-            self._wanted.set()
+        self._local.signal(queue_ids)
 
     def pass_on(self, queue_id: int) -> None:
         self._local.pass_on(queue_id)
+
+    def _announce(self, queue_id: int, messages: int) -> None:
+        """For the other processes: `messages` that no receive waiting here was woken for."""
+        self._pending[queue_id] += messages
+        self._wanted.set()
 
     async def _run(self) -> None:
         """Keep a listening connection, and publish pending signals on it; reconnect on failure."""
@@ -101,9 +106,8 @@ class PostgresWakeUps:
         own = self._connection
         if own is not None and pid == own.get_server_pid():
             return  # our own NOTIFY: already signalled in-process
-        counted, uncounted = parse_payload(payload)
-        self._local.signal(counted)
-        self._local.signal_all(uncounted)
+        for queue_id, messages in parse_payload(payload):
+            self._local.signal_from_elsewhere(queue_id, messages)
 
     async def _disconnect(self) -> None:
         connection, self._connection = self._connection, None
@@ -112,17 +116,17 @@ class PostgresWakeUps:
                 await connection.close(timeout=2)
 
 
-def parse_payload(payload: str) -> tuple[list[int], list[int]]:
-    """`7:3,9` -> ([7, 7, 7], [9]): a queue ID per message, and queues changed by an unknown
-    number (woken entirely). Malformed parts are ignored: the payload is only a hint."""
-    counted: list[int] = []
-    uncounted: list[int] = []
+def parse_payload(payload: str) -> list[tuple[int, int | None]]:
+    """`7:3,8:0,9` -> [(7, 3), (8, 0), (9, None)]: each queue with the number of receives to
+    wake there (None: a change of unknown size, every one). Malformed parts are ignored: the
+    payload is only a hint."""
+    changes: list[tuple[int, int | None]] = []
     for part in payload.split(","):
         queue, _, messages = part.partition(":")
         if not queue.isdigit():
             continue
         if not messages:
-            uncounted.append(int(queue))
+            changes.append((int(queue), None))
         elif messages.isdigit():
-            counted.extend([int(queue)] * min(int(messages), _MAX_COUNTED))
-    return counted, uncounted
+            changes.append((int(queue), min(int(messages), _MAX_COUNTED)))
+    return changes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from qm.wakeups import WakeUps, Watch
@@ -51,16 +51,24 @@ class LocalWatch:
             self._woken.set_result(False)
 
 
+Unclaimed = Callable[[int, int], None]
+"""Told, per queue signalled here, how many of its messages no taker of this process was
+woken for (0 too: the queue changed all the same)."""
+
+
 class LocalWakeUps:
     """Watchers per queue, in the order they began; signals settle their futures.
 
     A watch is registered before its owner looks at the queue: a signal between the look and
     the wait has already woken it, so the wait returns at once. Writers in other processes
-    are noticed within `poll_interval` seconds (PostgreSQL's LISTEN/NOTIFY wakes sooner)."""
+    are noticed within `poll_interval` seconds (PostgreSQL's LISTEN/NOTIFY wakes sooner).
+    `unclaimed` hears of the messages that no taker here was woken for, so that they can be
+    announced to other processes (storage.pg_wakeups)."""
 
-    def __init__(self, poll_interval: float = 1.0) -> None:
+    def __init__(self, poll_interval: float = 1.0, unclaimed: Unclaimed | None = None) -> None:
         self._watching: dict[int, dict[LocalWatch, None]] = {}
         self.poll_interval = poll_interval
+        self._unclaimed = unclaimed
 
     def watch(self, queue_id: int, takes: bool = False) -> Watch:
         watch = LocalWatch(self, queue_id, takes)
@@ -76,18 +84,22 @@ class LocalWakeUps:
 
     def signal(self, queue_ids: Iterable[int]) -> None:
         for queue_id, messages in Counter(queue_ids).items():
-            self._wake(queue_id, messages)
+            left = self._wake(queue_id, messages)
+            if self._unclaimed is not None:
+                self._unclaimed(queue_id, left)
 
-    def signal_all(self, queue_ids: Iterable[int]) -> None:
-        """Wake every watcher of these queues (a change of unknown size, from another process)."""
-        for queue_id in set(queue_ids):
-            self._wake(queue_id, None)
+    def signal_from_elsewhere(self, queue_id: int, messages: int | None) -> None:
+        """A change another process announced: `messages` takers woken (None: every one), and
+        every other watcher. It is not announced again."""
+        self._wake(queue_id, messages)
 
     def pass_on(self, queue_id: int) -> None:
-        self._wake(queue_id, 1)
+        if self._wake(queue_id, 1) and self._unclaimed is not None:
+            self._unclaimed(queue_id, 1)
 
-    def _wake(self, queue_id: int, takers: int | None) -> None:
-        """Wake every non-taker, and `takers` takers (None: all), oldest first."""
+    def _wake(self, queue_id: int, takers: int | None) -> int:
+        """Wake every non-taker, and `takers` takers (None: all), oldest first; return how
+        many of `takers` found no waiting taker."""
         for watch in list(self._watching.get(queue_id, {})):
             if not watch.waiting:
                 continue
@@ -96,6 +108,7 @@ class LocalWakeUps:
                     continue
                 takers -= 1
             watch.wake()
+        return takers or 0
 
     async def start(self) -> None:
         """Nothing to connect: in-process only."""

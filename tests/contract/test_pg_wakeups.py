@@ -84,3 +84,28 @@ async def test_one_message_from_another_process_wakes_one_waiting_receiver(
     assert receiver.store.receive_group.stats.requests - attempts_before <= 2
     for task in waiting:
         task.cancel()
+
+
+async def test_a_message_that_woke_a_receive_in_its_own_process_wakes_none_in_another(
+    database_url: str,
+) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("LISTEN/NOTIFY wake-ups are PostgreSQL's; SQLite processes poll")
+    here, there = (PostgresWakeUps(database_url, safety_poll_interval=SAFETY_POLL_S) for _ in range(2))
+    for channel in (here, there):
+        await channel.start()
+    try:
+        queue_id = 7
+        taker_here = here.watch(queue_id, takes=True)
+        taker_there, peeker_there = there.watch(queue_id, takes=True), there.watch(queue_id)
+        here.signal([queue_id])
+        assert await taker_here.wait(WAIT_LIMIT_S)
+        # the peek there hears of the change; the same notification is all the taker there gets
+        assert await peeker_there.wait(WAIT_LIMIT_S)
+        assert not await taker_there.wait(0)
+        next_taker_there = there.watch(queue_id, takes=True)
+        here.pass_on(queue_id)  # no taker is left here: the wake-up goes to the other process
+        assert await next_taker_there.wait(WAIT_LIMIT_S)
+    finally:
+        for channel in (here, there):
+            await channel.close()

@@ -68,11 +68,69 @@ async def test_a_woken_taker_cancelled_before_it_runs_hands_the_wake_up_on() -> 
     assert await _woken(second)
 
 
-async def test_a_change_from_another_process_wakes_every_taker() -> None:
+async def test_a_change_of_unknown_size_from_another_process_wakes_every_taker() -> None:
     wakeups = LocalWakeUps(poll_interval=60)
     takers = [wakeups.watch(QUEUE, takes=True) for _ in range(3)]
-    wakeups.signal_all([QUEUE])
+    wakeups.signal_from_elsewhere(QUEUE, None)
     assert [await _woken(w) for w in takers] == [True, True, True]
+
+
+async def test_a_change_from_another_process_wakes_as_many_takers_as_it_counts() -> None:
+    wakeups = LocalWakeUps(poll_interval=60)
+    takers = [wakeups.watch(QUEUE, takes=True) for _ in range(3)]
+    peeker = wakeups.watch(QUEUE)
+    wakeups.signal_from_elsewhere(QUEUE, 0)
+    assert await _woken(peeker)
+    wakeups.signal_from_elsewhere(QUEUE, 2)
+    assert [await _woken(w) for w in takers] == [True, True, False]
+
+
+class Announced:
+    """What a LocalWakeUps hands on for other processes: (queue, messages unclaimed here)."""
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[int, int]] = []
+
+    def __call__(self, queue_id: int, messages: int) -> None:
+        self.pairs.append((queue_id, messages))
+
+
+async def test_messages_that_woke_no_taker_here_are_announced_and_every_queue_signalled_is() -> None:
+    announced = Announced()
+    wakeups = LocalWakeUps(poll_interval=60, unclaimed=announced)
+    wakeups.watch(QUEUE, takes=True)
+    wakeups.signal([QUEUE, QUEUE, QUEUE, OTHER])
+    assert announced.pairs == [(QUEUE, 2), (OTHER, 1)]
+    announced.pairs.clear()
+    wakeups.watch(OTHER, takes=True)
+    wakeups.signal([OTHER])
+    assert announced.pairs == [(OTHER, 0)]  # claimed here, but the queue changed all the same
+
+
+async def test_a_wake_up_handed_on_with_no_taker_left_here_is_announced() -> None:
+    announced = Announced()
+    wakeups = LocalWakeUps(poll_interval=60, unclaimed=announced)
+    gone = wakeups.watch(QUEUE, takes=True)
+    wakeups.signal([QUEUE])
+    assert announced.pairs == [(QUEUE, 0)]
+    gone.close()  # woken, but it never acted on it: nobody here is left to take the message
+    assert announced.pairs == [(QUEUE, 0), (QUEUE, 1)]
+
+
+async def test_a_wake_up_handed_to_a_taker_here_is_not_announced() -> None:
+    announced = Announced()
+    wakeups = LocalWakeUps(poll_interval=60, unclaimed=announced)
+    wakeups.watch(QUEUE, takes=True)
+    wakeups.pass_on(QUEUE)
+    assert announced.pairs == []
+
+
+async def test_changes_from_other_processes_are_never_announced_again() -> None:
+    announced = Announced()
+    wakeups = LocalWakeUps(poll_interval=60, unclaimed=announced)
+    wakeups.signal_from_elsewhere(QUEUE, 3)
+    wakeups.signal_from_elsewhere(OTHER, None)
+    assert announced.pairs == []
 
 
 async def test_closed_watches_are_forgotten() -> None:
@@ -85,6 +143,6 @@ async def test_closed_watches_are_forgotten() -> None:
 
 
 def test_a_notification_carries_a_count_per_queue_and_tolerates_other_forms() -> None:
-    assert parse_payload("7:3,9") == ([7, 7, 7], [9])
-    assert parse_payload("12:1,x,:4,5:y,") == ([12], [])
-    assert parse_payload("3:99999999") == ([3] * 10_000, [])
+    assert parse_payload("7:3,8:0,9") == [(7, 3), (8, 0), (9, None)]
+    assert parse_payload("12:1,x,:4,5:y,") == [(12, 1)]
+    assert parse_payload("3:99999999") == [(3, 10_000)]
