@@ -109,3 +109,35 @@ async def test_a_message_that_woke_a_receive_in_its_own_process_wakes_none_in_an
     finally:
         for channel in (here, there):
             await channel.close()
+
+
+async def test_bursts_sent_through_one_process_reach_every_receive_waiting_in_another(
+    processes: tuple[Process, Process],
+) -> None:
+    """No wake-up is lost between processes: the safety poll is far above the time limit, so a
+    message announced to nobody would leave the receives waiting until the test fails."""
+    sender, receiver = processes
+    await new_queue(sender.manager, PATH)
+    sent = [f"message {number}".encode() for number in range(60)]
+    received: list[bytes] = []
+    everything = asyncio.Event()
+
+    async def keep_receiving() -> None:
+        while True:
+            message = await receiver.reader.receive(PATH, 120_000)
+            received.extend(bodies_of([message]))
+            if len(received) == len(sent):
+                everything.set()
+
+    receivers = [asyncio.create_task(keep_receiving()) for _ in range(6)]
+    try:
+        await receiver.wakeups.until_waiting(6)
+        for start in range(0, len(sent), 10):  # concurrent sends: batches of several messages
+            burst = sent[start : start + 10]
+            await asyncio.gather(*(send_bodies(sender.manager, PATH, [body]) for body in burst))
+        await asyncio.wait_for(everything.wait(), WAIT_LIMIT_S)
+    finally:
+        for task in receivers:
+            task.cancel()
+        await asyncio.gather(*receivers, return_exceptions=True)
+    assert sorted(received) == sorted(sent)
