@@ -13,9 +13,10 @@ from urllib.parse import quote, unquote
 
 from fastapi import Request, Response
 from pydantic import ValidationError
+from pydantic_core import to_json, to_jsonable_python
 
 from app.errors import HttpMqError
-from app.schemas import MessageIn, MessageOut
+from app.schemas import MessageIn, message_fields
 from qm.errors import MqError, MqErrorCode
 from qm.model import Message, MessageProperties
 
@@ -141,6 +142,11 @@ def wants_raw(request: Request) -> bool:
     return OCTET_STREAM in accept and "application/json" not in accept
 
 
+def json_response(content: object, status_code: int = 200) -> Response:
+    """JSON of our own values, written by pydantic as it writes the documented response model."""
+    return Response(to_json(content), status_code=status_code, media_type="application/json")
+
+
 def message_response(
     request: Request,
     message: Message,
@@ -148,15 +154,14 @@ def message_response(
     lock_tag: str | None = None,
     lock_expires_at: datetime | None = None,
 ) -> Response:
-    """200 with the message as JSON, or raw with `Accept: application/octet-stream`."""
-    out = MessageOut.of(message, queue, lock_expires_at)
-    out.lock_tag = lock_tag
+    """200 with the message as JSON (`MessageOut`), or raw with `Accept: application/octet-stream`."""
+    fields = message_fields(message, queue, lock_tag, lock_expires_at)
     if not wants_raw(request):
-        return Response(out.model_dump_json(), media_type="application/json")
+        return json_response(fields)
     headers = {
         header_name(name): _header_text(value)
-        for name, value in out.model_dump(mode="json", exclude={"body", "body_base64"}).items()
-        if value not in (None, "")
+        for name, value in to_jsonable_python(fields).items()
+        if name not in ("body", "body_base64") and value not in (None, "")
     }
     return Response(message.properties.body, media_type=OCTET_STREAM, headers=headers)
 

@@ -17,9 +17,18 @@ from app.docs import (
     example,
     problem_example,
 )
-from app.gateway import GatewayDep, TimeoutMs, TransactionParam, canonical_queue, check_wait, parse_lookup_id
-from app.http import message_from_request, message_response
-from app.schemas import MessageBatch, MessageOut, MessagePage, SentOut
+from app.gateway import (
+    Gateway,
+    GatewayDep,
+    TimeoutMs,
+    TransactionParam,
+    canonical_queue,
+    check_wait,
+    gateway_of,
+    parse_lookup_id,
+)
+from app.http import json_response, message_from_request, message_response
+from app.schemas import MessageOut, MessagePage, SentOut, message_fields, sent_fields
 from qm.errors import MqError, MqErrorCode
 from qm.model import Message
 
@@ -44,6 +53,7 @@ LOCK_NOT_HELD = problem_example(
 @send_router.post(
     "/api/queues/{path:path}/messages",
     status_code=status.HTTP_201_CREATED,
+    response_model=SentOut,
     summary="Send a message",
     description="JSON (`MessageIn`) or any other content type as the raw body with properties in "
     "`X-Msmq-*` headers. A 201 means the message is on stable storage.",
@@ -61,19 +71,12 @@ LOCK_NOT_HELD = problem_example(
         ),
     },
 )
-async def send(
-    path: str, request: Request, gateway: GatewayDep, transaction: TransactionParam = None
-) -> SentOut:
+async def send(path: str, request: Request, transaction: TransactionParam = None) -> Response:
+    gateway = gateway_of(request)
     queue = gateway.manager.destination(path).url_path
     properties = await message_from_request(request, gateway.settings.max_body_bytes)
     message = await gateway.manager.send(path, properties, transaction)
-    return SentOut(
-        lookup_id=str(message.lookup_id),
-        message_id=message.message_id,
-        queue=queue,
-        priority=message.properties.priority,
-        transaction=transaction,
-    )
+    return json_response(sent_fields(message, queue, transaction), status.HTTP_201_CREATED)
 
 
 @send_router.get(
@@ -104,7 +107,6 @@ async def browse(
 async def receive(
     path: str,
     request: Request,
-    gateway: GatewayDep,
     timeout_ms: TimeoutMs = 0,
     transaction: TransactionParam = None,
     two_phase: Annotated[bool, Query(description="Lock instead of removing (Dequeue Begin)")] = False,
@@ -119,6 +121,7 @@ async def receive(
         ),
     ] = None,
 ) -> Response:
+    gateway = gateway_of(request)
     wait = check_wait(gateway, timeout_ms)
     queue = canonical_queue(gateway, path)
     if max_messages is not None:
@@ -137,7 +140,7 @@ async def receive(
 
 
 async def _receive_while_connected(
-    request: Request, gateway: GatewayDep, path: str, wait: int, transaction: str | None
+    request: Request, gateway: Gateway, path: str, wait: int, transaction: str | None
 ) -> Message | None:
     """A plain receive is destructive: when the client hangs up during the wait, stop waiting
     rather than take a message nobody will read (MQ_ERROR_OPERATION_CANCELLED in MSMQ)."""
@@ -152,7 +155,7 @@ async def _receive_while_connected(
 
 
 async def _receive_batch(
-    request: Request, gateway: GatewayDep, path: str, wait: int, max_messages: int, queue: str
+    request: Request, gateway: Gateway, path: str, wait: int, max_messages: int, queue: str
 ) -> Response:
     hung_up = asyncio.Event()
     listener = asyncio.create_task(_await_disconnect(request, hung_up)) if wait else None
@@ -163,8 +166,7 @@ async def _receive_batch(
             listener.cancel()
     if not taken:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    batch = MessageBatch(messages=[MessageOut.of(message, queue) for message in taken])
-    return Response(batch.model_dump_json(), media_type="application/json")
+    return json_response({"messages": [message_fields(message, queue) for message in taken]})
 
 
 async def _await_disconnect(request: Request, hung_up: asyncio.Event) -> None:
@@ -174,7 +176,7 @@ async def _await_disconnect(request: Request, hung_up: asyncio.Event) -> None:
 
 
 async def _receive_locked(
-    path: str, request: Request, gateway: GatewayDep, wait: int, transaction: str | None, lock_ms: int | None
+    path: str, request: Request, gateway: Gateway, wait: int, transaction: str | None, lock_ms: int | None
 ) -> Response:
     if transaction is not None:
         raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, "a two-phase read does not take a transaction")

@@ -1,0 +1,82 @@
+"""The hot routes write their JSON from plain dicts: the bytes are those of the documented models."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from pydantic_core import to_json
+
+from app.schemas import MessageOut, SentOut, message_fields, sent_fields
+from qm.model import Delivery, Message, MessageClass, MessageProperties
+
+SENT = datetime(2026, 11, 23, 6, 4, 43, 981158, tzinfo=UTC)
+
+
+def message(properties: MessageProperties, destination_queue: str | None = None) -> Message:
+    return Message(
+        lookup_id=(1 << 63) + 5,
+        queue_id=1,
+        message_id="{d84f250c-4160-4521-860d-5b861b201341}\\12",
+        properties=properties,
+        sent_time=SENT,
+        arrived_time=SENT + timedelta(microseconds=7),
+        source_machine=uuid.UUID("d84f250c-4160-4521-860d-5b861b201341"),
+        ttbr_deadline=None,
+        ttrq_deadline=None,
+        first_in_transaction=True,
+        last_in_transaction=False,
+        abort_count=2,
+        destination_queue=destination_queue,
+    )
+
+
+MESSAGES = [
+    message(MessageProperties(body=b"order 1", label="new order", priority=5)),
+    message(
+        MessageProperties(
+            body='h\u00e9llo \u2028 \x01 "q" \\ \U0001f600'.encode(),
+            label="l\u00e4bel \x7f",
+            message_class=MessageClass.ACK_RECEIVE,
+            correlation_id=bytes(range(20)),
+            extension=b"\x00\xff",
+            response_queue="DIRECT=HTTP://gw01/msmq/private$/replies",
+            admin_queue="DIRECT=HTTP://gw01/msmq/private$/admin",
+            acknowledge=15,
+            journal=2,
+            delivery=Delivery.EXPRESS,
+            time_to_be_received=30,
+            time_to_reach_queue=7,
+            app_specific=(1 << 32) - 1,
+        ),
+        destination_queue="private$/orders",
+    ),
+    message(MessageProperties(body=b"\xff\xfe not UTF-8", message_class=0x8001)),
+]
+
+
+@pytest.mark.parametrize("sent", MESSAGES)
+@pytest.mark.parametrize(
+    ("lock_tag", "lock_expires_at"), [(None, None), ("7205-9f", SENT + timedelta(seconds=30))]
+)
+def test_a_message_is_written_as_message_out_writes_it(
+    sent: Message, lock_tag: str | None, lock_expires_at: datetime | None
+) -> None:
+    model = MessageOut.of(sent, "private$/\u00f6rders", lock_expires_at)
+    model.lock_tag = lock_tag
+    fields = message_fields(sent, "private$/\u00f6rders", lock_tag, lock_expires_at)
+    assert to_json(fields) == model.model_dump_json().encode()
+
+
+@pytest.mark.parametrize("transaction", [None, "single"])
+def test_a_sent_message_is_written_as_sent_out_writes_it(transaction: str | None) -> None:
+    sent = MESSAGES[1]
+    model = SentOut(
+        lookup_id=str(sent.lookup_id),
+        message_id=sent.message_id,
+        queue="private$/orders",
+        priority=sent.properties.priority,
+        transaction=transaction,
+    )
+    assert to_json(sent_fields(sent, "private$/orders", transaction)) == model.model_dump_json().encode()
