@@ -9,6 +9,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from storage.sqlite_driver import use_one_trip_cursors
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 PING_AFTER_IDLE_S = 1.0
 """A pooled PostgreSQL connection idle this long is pinged before use (see _ping_when_idle)."""
@@ -78,6 +80,7 @@ def _sqlite_engine(url: str) -> AsyncEngine:
 
     @sa.event.listens_for(engine.sync_engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:
+        use_one_trip_cursors(dbapi_connection)
         # Take over transaction control so BEGIN IMMEDIATE can be issued (below):
         # a deferred BEGIN that later writes can fail with SQLITE_BUSY under WAL.
         dbapi_connection.isolation_level = None
