@@ -26,7 +26,29 @@ def make_engine(url: str) -> AsyncEngine:
         return _sqlite_engine(url)
     # As many pooled connections as the group commits and readers use at concurrency 64:
     # connections beyond the pool are opened and closed per use (a TCP and TLS handshake).
-    return create_async_engine(url, pool_size=20, max_overflow=10, pool_pre_ping=True)
+    asyncpg = sa.engine.make_url(url).get_driver_name() == "asyncpg"
+    engine = create_async_engine(url, pool_size=20, max_overflow=10, pool_pre_ping=not asyncpg)
+    if asyncpg:
+        _ping_on_checkout(engine)
+    return engine
+
+
+def _ping_on_checkout(engine: AsyncEngine) -> None:
+    """pool_pre_ping in one round trip: SQLAlchemy's asyncpg ping wraps its query in BEGIN and
+    ROLLBACK (for pgbouncer's transaction mode), three round trips before every transaction,
+    a fifth of a sent message's. As with pre-ping, a connection that fails its ping (the
+    server restarted, or ended the session) is replaced, and the rest of the pool with it."""
+
+    @sa.event.listens_for(engine.sync_engine, "checkout")
+    def _ping(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        try:
+            dbapi_connection.run_async(_empty_query)
+        except Exception as error:
+            raise sa.exc.InvalidatePoolError(f"the connection failed its ping: {error}") from error
+
+
+async def _empty_query(connection: Any) -> None:
+    await connection.fetchrow(";")
 
 
 def ensure_sqlite_directory(url: str) -> None:

@@ -220,3 +220,22 @@ async def test_a_store_failure_is_503_and_the_gateway_serves_again_after_it(
         assert problem["detail"] == "the message store is unavailable"
     again = await client.post("/api/queues/private$/orders/messages", json={"body": "after the outage"})
     assert again.status_code == 201, again.text
+
+
+async def test_sessions_the_server_ended_are_replaced_before_use(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    """The server ended the gateway's pooled sessions (a restart, an administrator): the next
+    request is served on a new session, not answered 503 (a pooled connection is pinged
+    before each use)."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite has no server sessions")
+    assert (await client.post("/api/queues", json={"path": "private$/orders"})).status_code == 201
+    admin = (
+        sa.engine.make_url(POSTGRES_ADMIN_URL).set(drivername="postgresql+psycopg").render_as_string(False)
+    )
+    database = sa.engine.make_url(database_url).database
+    ended = f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{database}'"
+    await anyio.to_thread.run_sync(execute, admin, ended)
+    again = await client.post("/api/queues/private$/orders/messages", json={"body": "after the restart"})
+    assert again.status_code == 201, again.text
