@@ -253,7 +253,7 @@ class MessageStore(StreamStore):
     async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
         """Receive up to `limit` available messages in queue order with one DELETE statement."""
         async with self._transaction() as connection:
-            taken = await self._delete_first(connection, queue.id, limit, now)
+            taken = await self._delete_first(connection, queue.id, queue.path.key, limit, now)
             if taken:
                 known = {queue.id: (queue.path, queue.settings.journal)}
                 await Consequences(self, connection, now).removed(taken, Reason.RECEIVED, known)
@@ -290,42 +290,52 @@ class MessageStore(StreamStore):
             callers.setdefault((request.queue.id, request.queue.path.key), []).append(index)
         answers: list[Message | BaseException | None] = [None] * len(requests)
         async with self._transaction() as connection:
-            current = await self._queue_rows(connection, requests)
             known: dict[int, tuple[QueuePath, bool]] = {}
             gone: list[Any] = []
+            unanswered: dict[tuple[int, str], list[int]] = {}
             for (queue_id, key), indexes in callers.items():
-                path_key, journal = current.get(queue_id, ("", False))
-                if path_key != key:
-                    missing = MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")
-                    for index in indexes:
-                        answers[index] = missing
+                found = await self._delete_first(connection, queue_id, key, len(indexes), now)
+                if not found:
+                    unanswered[queue_id, key] = indexes
                     continue
-                known[queue_id] = (requests[indexes[0]].queue.path, journal)
-                found = await self._delete_first(connection, queue_id, len(indexes), now)
+                known[queue_id] = (requests[indexes[0]].queue.path, bool(found[0][statements.QUEUE_JOURNAL]))
                 for index, row in zip(indexes, found, strict=False):
                     answers[index] = rows.message_from_row(row)
                 gone.extend(found)
+            await self._answer_missing(connection, unanswered, answers)
             await Consequences(self, connection, now).removed(gone, Reason.RECEIVED, known)
             if any(request.abandoned for request in requests):
                 raise _CallerWentAway  # roll back: the batch runs again without that caller
         return answers
 
     @staticmethod
-    async def _queue_rows(
-        connection: AsyncConnection, requests: Sequence[ReceiveRequest]
-    ) -> dict[int, tuple[str, bool]]:
-        """Path key and journaling, as they are now, of the requested queues that still exist
-        (the callers' queue values may have been remembered)."""
-        ids = sorted({request.queue.id for request in requests})
-        found = await connection.execute(statements.QUEUE_FACTS, {"queue_ids": ids})
-        return {row.id: (row.path_key, bool(row.journal)) for row in found}
+    async def _answer_missing(
+        connection: AsyncConnection,
+        unanswered: dict[tuple[int, str], list[int]],
+        answers: list[Message | BaseException | None],
+    ) -> None:
+        """Callers whose queue gave no message: MQ_ERROR_QUEUE_NOT_FOUND when the queue is gone
+        or its ID now names another queue (the callers' queue values may have been
+        remembered); the others keep None and wait."""
+        if not unanswered:
+            return
+        ids = sorted({queue_id for queue_id, _ in unanswered})
+        found = await connection.execute(statements.QUEUE_KEYS, {"queue_ids": ids})
+        current = {row.id: row.path_key for row in found}
+        for (queue_id, key), indexes in unanswered.items():
+            if current.get(queue_id) != key:
+                missing = MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")
+                for index in indexes:
+                    answers[index] = missing
 
     async def _delete_first(
-        self, connection: AsyncConnection, queue_id: int, limit: int, now: datetime
+        self, connection: AsyncConnection, queue_id: int, key: str, limit: int, now: datetime
     ) -> list[Any]:
-        """Delete the queue's first `limit` available messages; return their rows in queue order."""
+        """Delete the first `limit` available messages of the queue with this ID and path key (none
+        if the ID names no queue of that key now); return their rows in queue order, with the
+        queue's journaling (statements.QUEUE_JOURNAL)."""
         statement = statements.TAKE_FIRST_SQLITE if self._sqlite else statements.TAKE_FIRST_POSTGRESQL
-        values = statements.available_values(queue_id, rows.to_us(now)) | {"limit": limit}
+        values = statements.available_values(queue_id, rows.to_us(now)) | {"key": key, "limit": limit}
         found = (await connection.execute(statement, values)).mappings().all()
         return sorted(found, key=lambda row: row["lookup_id"])
 

@@ -204,24 +204,32 @@ FORGET = sa.delete(received_message_ids).where(
 
 # -- receives ------------------------------------------------------------------------------
 
-QUEUE_FACTS = sa.select(q.id, q.path_key, q.journal).where(
-    q.id.in_(sa.bindparam("queue_ids", expanding=True))
-)
-"""Path key and journaling of the queues `:queue_ids` as they are now."""
+QUEUE_KEYS = sa.select(q.id, q.path_key).where(q.id.in_(sa.bindparam("queue_ids", expanding=True)))
+"""The path keys of the queues `:queue_ids` as they are now."""
+
+QUEUE_JOURNAL = "queue_journal"
+"""TAKE_FIRST's column for its queue's journaling, as it is now."""
 
 
 def _take_first(pinned: bool) -> ReturningDelete[Any]:
+    queue_id = sa.bindparam("queue", type_=sa.Integer)
+    still_there = sa.exists().where(
+        q.id == queue_id, q.path_key == sa.bindparam("key", type_=q.path_key.type)
+    )
     first = (
         sa.select(m.lookup_id)
-        .where(available(pinned))
+        .where(available(pinned), still_there)
         .order_by(*queue_order(queue_first=pinned))
         .limit(sa.bindparam("limit", type_=sa.Integer))
     )
     if pinned:
         first = first.with_for_update(skip_locked=True)
-    return sa.delete(messages).where(m.lookup_id.in_(first)).returning(*messages.c)
+    journal = sa.select(q.journal).where(q.id == m.queue_id).scalar_subquery().label(QUEUE_JOURNAL)
+    return sa.delete(messages).where(m.lookup_id.in_(first)).returning(*messages.c, journal)
 
 
 TAKE_FIRST_POSTGRESQL = _take_first(pinned=True)
 TAKE_FIRST_SQLITE = _take_first(pinned=False)
-"""Delete a queue's first `:limit` available messages (available_values); return their rows."""
+"""Delete the first `:limit` available messages (available_values) of the queue `:queue` if its
+path key is still `:key`; return their rows and the queue's journaling. One statement: the
+queue's check and the claim."""
