@@ -20,10 +20,9 @@ from qm.errors import MqError, MqErrorCode
 from qm.model import INFINITE, NewMessage
 from qm.rules import COUNTER_MASK
 from qm.wakeups import WakeUps
-from storage import rows
+from storage import rows, statements
 from storage.engine import SYNCHRONOUS, WRITE_TRANSACTION
-from storage.statements import arrived_after
-from storage.tables import AVAILABLE, TXN_ENQUEUE, message_counter, messages, queue_manager, queues
+from storage.tables import AVAILABLE, TXN_ENQUEUE, messages, queue_manager, queues
 
 m = messages.c
 q = queues.c
@@ -116,29 +115,16 @@ class StoreBase:
             lookup_id = rules.lookup_id_for(item.properties.priority, counter)
             message_id = item.message_id or rules.message_id_for(self._identity(), counter)
             values.append(rows.message_values(item, lookup_id, message_id))
-        await connection.execute(sa.insert(messages), values)
+        await connection.execute(statements.INSERT_MESSAGES, values)
         await add_to_totals(connection, values, sign=1)
         self.changed(connection, (value["queue_id"] for value in values if value["state"] == AVAILABLE))
         return values
 
     async def _allocate_counters(self, connection: AsyncConnection, count: int) -> list[int]:
         if self._sqlite:
-            top = (
-                await connection.execute(
-                    sa.update(queue_manager)
-                    .values(counter=queue_manager.c.counter + count)
-                    .returning(queue_manager.c.counter)
-                )
-            ).scalar_one()
+            top = (await connection.execute(statements.RAISE_COUNTER, {"count": count})).scalar_one()
             return list(range(top - count + 1, top + 1))
-        # The transaction takes its ID before its first counter (the condition is evaluated
-        # once, before the series): the commit fence (CommitFence) sees every allocator.
-        series = (
-            sa.select(message_counter.next_value())
-            .select_from(sa.func.generate_series(1, count))
-            .where(sa.func.pg_current_xact_id().is_not(None))
-        )
-        return sorted((await connection.execute(series)).scalars().all())
+        return sorted((await connection.execute(statements.NEXT_COUNTERS, {"count": count})).scalars().all())
 
     async def new_message_id(self) -> str:
         async with self._transaction() as connection:
@@ -158,46 +144,33 @@ class StoreBase:
         return settled if pending is None else min(settled, int(pending) - 1)
 
     async def arrived_since(self, queue_id: int, counter: int) -> frozenset[int]:
-        statement = sa.select(m.lookup_id).where(
-            m.queue_id == queue_id,
-            arrived_after(counter),
-            sa.or_(m.txn_op.is_(None), m.txn_op != TXN_ENQUEUE),
-        )
+        values = statements.arrived_after_values(counter) | {"queue": queue_id}
         async with self.engine.connect() as connection:
-            return frozenset((await connection.execute(statement)).scalars())
+            return frozenset((await connection.execute(_ARRIVED_SINCE, values)).scalars())
 
-    async def _lock_queues(
+    async def _room(
         self, connection: AsyncConnection, items: Sequence[NewMessage]
-    ) -> dict[int, QueueRoom]:
-        """Lock the destinations' rows in id order (no deadlocks); return what each holds.
+    ) -> tuple[dict[int, QueueRoom], MachineRoom]:
+        """Lock the destinations' rows in id order (no deadlocks); return what each holds, and
+        the queue manager's quota and throttle as stored now (one statement) with its bytes
+        when a quota is set.
 
         A message whose queue was deleted meanwhile (its ID gone, or reused by a newer queue
         under another name) fails the batch with MQ_ERROR_QUEUE_NOT_FOUND; the group commit
         then retries each request alone, so only the messages for that queue fail."""
-        statement = (
-            sa.select(q.id, q.path_key, q.byte_count, q.quota_kb)
-            .where(q.id.in_(sorted({item.queue_id for item in items})))
-            .order_by(q.id)
-        )
-        if not self._sqlite:
-            statement = statement.with_for_update()
-        found = {row.id: row for row in await connection.execute(statement)}
+        statement = statements.QUEUE_ROOM if self._sqlite else statements.QUEUE_ROOM_LOCKED
+        queue_ids = sorted({item.queue_id for item in items})
+        found = {row.id: row for row in await connection.execute(statement, {"queue_ids": queue_ids})}
         for item in items:  # every message: two in a batch may name one ID by different paths
             row = found.get(item.queue_id)
             if row is None or (item.queue_key is not None and row.path_key != item.queue_key):
                 raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted meanwhile")
-        return {row.id: QueueRoom(row.byte_count, row.quota_kb) for row in found.values()}
-
-    @staticmethod
-    async def _machine_room(connection: AsyncConnection) -> MachineRoom:
-        """The queue manager's quota and throttle as stored now, and its bytes when a quota is set."""
-        limits = (
-            await connection.execute(sa.select(queue_manager.c.quota_kb, queue_manager.c.throttled))
-        ).one()
+        limits = next(iter(found.values()))
         byte_count = 0  # nothing to check against without a quota: skip the sum
-        if limits.quota_kb != INFINITE:
-            byte_count = int((await connection.execute(sa.select(sa.func.sum(q.byte_count)))).scalar() or 0)
-        return MachineRoom(limits.quota_kb, bool(limits.throttled), byte_count)
+        if limits.machine_quota_kb != INFINITE:
+            byte_count = int((await connection.execute(statements.MACHINE_BYTES)).scalar() or 0)
+        machine = MachineRoom(limits.machine_quota_kb, bool(limits.throttled), byte_count)
+        return {row.id: QueueRoom(row.byte_count, row.quota_kb) for row in found.values()}, machine
 
     @staticmethod
     async def _delete_rows(connection: AsyncConnection, leaving: Iterable[Mapping[Any, Any]]) -> None:
@@ -215,6 +188,12 @@ class StoreBase:
             )
             self.changed(connection, (row["queue_id"] for row in held))
 
+
+_ARRIVED_SINCE = sa.select(m.lookup_id).where(
+    m.queue_id == sa.bindparam("queue", type_=sa.Integer),
+    statements.arrived_after(),
+    sa.or_(m.txn_op.is_(None), m.txn_op != TXN_ENQUEUE),
+)
 
 _PENDING_SENDS = sa.select(sa.func.min(m.lookup_id.op("&")(COUNTER_MASK))).where(
     m.transaction_id.is_not(None), m.txn_op == TXN_ENQUEUE
@@ -278,15 +257,15 @@ class CommitFence:
 
 
 async def add_to_totals(connection: AsyncConnection, changed: Iterable[Mapping[Any, Any]], sign: int) -> None:
-    """Keep each queue's message count and bytes in step with inserts (+1) and deletes (-1)."""
+    """Keep each queue's message count and bytes in step with inserts (+1) and deletes (-1);
+    one statement, the queues in id order."""
     counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     for row in changed:
         counts[row["queue_id"]][0] += 1
         counts[row["queue_id"]][1] += row["body_size"]
-    for queue_id in sorted(counts):
-        number, size = counts[queue_id]
-        await connection.execute(
-            sa.update(queues)
-            .where(q.id == queue_id)
-            .values(message_count=q.message_count + sign * number, byte_count=q.byte_count + sign * size)
-        )
+    totals = [
+        {"queue": queue_id, "number": sign * counts[queue_id][0], "bytes": sign * counts[queue_id][1]}
+        for queue_id in sorted(counts)
+    ]
+    if totals:
+        await connection.execute(statements.ADD_TO_TOTALS, totals)

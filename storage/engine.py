@@ -44,7 +44,8 @@ def _ping_when_idle(engine: AsyncEngine, idle_s: float) -> None:
     of a small transaction's CPU. A connection in steady use needs none: if the server went
     away meanwhile, the statement fails, SQLAlchemy sees the disconnect and recycles every
     connection of the pool. The ping catches the common case, a server restarted while the
-    gateway was quiet, before it costs a request."""
+    gateway was quiet, before it costs a request; a connection that fails it is replaced, and
+    the rest of the pool with it."""
     dialect = engine.sync_engine.dialect
 
     @sa.event.listens_for(engine.sync_engine.pool, "checkin")
@@ -59,9 +60,9 @@ def _ping_when_idle(engine: AsyncEngine, idle_s: float) -> None:
         try:
             alive = dialect.do_ping(dbapi_connection)
         except Exception as error:
-            raise sa.exc.DisconnectionError(f"a pooled connection failed its ping: {error}") from error
+            raise sa.exc.InvalidatePoolError(f"a pooled connection failed its ping: {error}") from error
         if not alive:
-            raise sa.exc.DisconnectionError("a pooled connection failed its ping")
+            raise sa.exc.InvalidatePoolError("a pooled connection failed its ping")
 
 
 def ensure_sqlite_directory(url: str) -> None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from qm import rules, streams
@@ -25,7 +24,7 @@ from storage.consequences import Consequences
 from storage.errors import is_unavailable
 from storage.group_commit import GroupCommit, GroupCommitConfig
 from storage.stream_store import StreamStore
-from storage.tables import LOCKED, TXN_DEQUEUE, messages, queues, received_message_ids
+from storage.tables import LOCKED, TXN_DEQUEUE, messages, queues
 
 m = messages.c
 q = queues.c
@@ -120,8 +119,7 @@ class MessageStore(StreamStore):
         items = [item for request in requests for item in request.messages]
         relaxed = self._relaxed_express and all(request.express for request in requests)
         async with self._transaction(relaxed=relaxed) as connection:
-            totals = await self._lock_queues(connection, items)
-            room = await self._machine_room(connection)
+            totals, room = await self._room(connection, items)
             fresh = await self._remember(connection, items)
             acceptable = set(fresh)
             outcomes = [await self._admission(connection, item, totals, room, acceptable) for item in items]
@@ -201,14 +199,9 @@ class MessageStore(StreamStore):
                 arrivals.setdefault(item.duplicate_key, rows.to_us(item.arrived_time))
         if not arrivals:
             return frozenset()
-        insert = sqlite_insert if self._sqlite else postgresql_insert
-        statement = (
-            insert(received_message_ids)
-            .values([{"message_id": key, "received_at": arrivals[key]} for key in sorted(arrivals)])
-            .on_conflict_do_nothing()
-            .returning(received_message_ids.c.message_id)
-        )
-        return frozenset((await connection.execute(statement)).scalars())
+        statement = statements.REMEMBER_SQLITE if self._sqlite else statements.REMEMBER_POSTGRESQL
+        keys = [{"message_id": key, "received_at": arrivals[key]} for key in sorted(arrivals)]
+        return frozenset((await connection.execute(statement, keys)).scalars())
 
     @staticmethod
     async def _forget_refused(
@@ -226,42 +219,32 @@ class MessageStore(StreamStore):
         }
         refused = sorted(fresh - accepted)
         if refused:
-            column = received_message_ids.c.message_id
-            await connection.execute(sa.delete(received_message_ids).where(column.in_(refused)))
+            await connection.execute(statements.FORGET, {"keys": refused})
 
     async def place(self, placements: Sequence[Placement], now: datetime) -> None:
         async with self._transaction() as connection:
             await Consequences(self, connection, now).place(placements)
 
     async def peek(self, queue_id: int, selector: Selector, now: datetime) -> Message | None:
-        target = statements.select_target(queue_id, selector, rows.to_us(now), lock_rows=False)
-        statement = sa.select(messages).where(m.lookup_id == target.scalar_subquery())
+        statement = _peek(statements.TargetShape.of(selector, lock_rows=False))
+        values = statements.target_values(queue_id, selector, rows.to_us(now))
         async with self.engine.connect() as connection:
-            row = (await connection.execute(statement)).mappings().first()
+            row = (await connection.execute(statement, values)).mappings().first()
         return None if row is None else rows.message_from_row(row)
 
     async def browse(self, queue_id: int, after: int, limit: int, now: datetime) -> list[Message]:
-        statement = (
-            sa.select(messages)
-            .where(statements.available_in(queue_id, rows.to_us(now)), m.lookup_id > after)
-            .order_by(m.lookup_id)
-            .limit(limit)
-        )
+        values = statements.available_values(queue_id, rows.to_us(now)) | {"after": after, "limit": limit}
         async with self.engine.connect() as connection:
-            found = (await connection.execute(statement)).mappings().all()
+            found = (await connection.execute(_BROWSE, values)).mappings().all()
         return [rows.message_from_row(row) for row in found]
 
     async def take(self, queue: Queue, selector: Selector, now: datetime, claim: Claim) -> Message | None:
         if claim.kind is ClaimKind.RECEIVE and selector.first:
             return await self.receive_group.submit(ReceiveRequest(queue, now))
-        target = statements.select_target(queue.id, selector, rows.to_us(now), lock_rows=not self._sqlite)
-        where = m.lookup_id == target.scalar_subquery()
+        statement = _take(statements.TargetShape.of(selector, lock_rows=not self._sqlite), claim.kind)
+        values = statements.target_values(queue.id, selector, rows.to_us(now)) | _hold(claim)
         async with self._transaction() as connection:
-            if claim.kind is ClaimKind.RECEIVE:
-                statement: Any = sa.delete(messages).where(where)
-            else:
-                statement = sa.update(messages).where(where).values(**_hold(claim))
-            row = (await connection.execute(statement.returning(*messages.c))).mappings().first()
+            row = (await connection.execute(statement, values)).mappings().first()
             if row is not None and claim.kind is ClaimKind.RECEIVE:
                 known = {queue.id: (queue.path, queue.settings.journal)}
                 await Consequences(self, connection, now).removed([row], Reason.RECEIVED, known)
@@ -270,10 +253,10 @@ class MessageStore(StreamStore):
     async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
         """Receive up to `limit` available messages in queue order with one DELETE statement."""
         async with self._transaction() as connection:
-            taken = await self._delete_first(connection, queue.id, limit, now)
+            taken = await self._delete_first(connection, queue.id, queue.path.key, limit, now)
             if taken:
                 known = {queue.id: (queue.path, queue.settings.journal)}
-                await Consequences(self, connection, now).removed(taken, Reason.RECEIVED, known)
+                await self._received(connection, taken, now, known)
         return [rows.message_from_row(row) for row in taken]
 
     async def _receive_batch(
@@ -307,51 +290,65 @@ class MessageStore(StreamStore):
             callers.setdefault((request.queue.id, request.queue.path.key), []).append(index)
         answers: list[Message | BaseException | None] = [None] * len(requests)
         async with self._transaction() as connection:
-            current = await self._queue_rows(connection, requests)
             known: dict[int, tuple[QueuePath, bool]] = {}
             gone: list[Any] = []
+            unanswered: dict[tuple[int, str], list[int]] = {}
             for (queue_id, key), indexes in callers.items():
-                path_key, journal = current.get(queue_id, ("", False))
-                if path_key != key:
-                    missing = MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")
-                    for index in indexes:
-                        answers[index] = missing
+                found = await self._delete_first(connection, queue_id, key, len(indexes), now)
+                if not found:
+                    unanswered[queue_id, key] = indexes
                     continue
-                known[queue_id] = (requests[indexes[0]].queue.path, journal)
-                found = await self._delete_first(connection, queue_id, len(indexes), now)
+                known[queue_id] = (requests[indexes[0]].queue.path, bool(found[0][statements.QUEUE_JOURNAL]))
                 for index, row in zip(indexes, found, strict=False):
                     answers[index] = rows.message_from_row(row)
                 gone.extend(found)
-            await Consequences(self, connection, now).removed(gone, Reason.RECEIVED, known)
+            await self._answer_missing(connection, unanswered, answers)
+            await self._received(connection, gone, now, known)
             if any(request.abandoned for request in requests):
                 raise _CallerWentAway  # roll back: the batch runs again without that caller
         return answers
 
     @staticmethod
-    async def _queue_rows(
-        connection: AsyncConnection, requests: Sequence[ReceiveRequest]
-    ) -> dict[int, tuple[str, bool]]:
-        """Path key and journaling, as they are now, of the requested queues that still exist
-        (the callers' queue values may have been remembered)."""
-        ids = sorted({request.queue.id for request in requests})
-        found = await connection.execute(sa.select(q.id, q.path_key, q.journal).where(q.id.in_(ids)))
-        return {row.id: (row.path_key, bool(row.journal)) for row in found}
+    async def _answer_missing(
+        connection: AsyncConnection,
+        unanswered: dict[tuple[int, str], list[int]],
+        answers: list[Message | BaseException | None],
+    ) -> None:
+        """Callers whose queue gave no message: MQ_ERROR_QUEUE_NOT_FOUND when the queue is gone
+        or its ID now names another queue (the callers' queue values may have been
+        remembered); the others keep None and wait."""
+        if not unanswered:
+            return
+        ids = sorted({queue_id for queue_id, _ in unanswered})
+        found = await connection.execute(statements.QUEUE_KEYS, {"queue_ids": ids})
+        current = {row.id: row.path_key for row in found}
+        for (queue_id, key), indexes in unanswered.items():
+            if current.get(queue_id) != key:
+                missing = MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")
+                for index in indexes:
+                    answers[index] = missing
+
+    async def _received(
+        self,
+        connection: AsyncConnection,
+        taken: Sequence[Mapping[Any, Any]],
+        now: datetime,
+        known: dict[int, tuple[QueuePath, bool]],
+    ) -> None:
+        """What follows messages taken by _delete_first: their queues' totals (on PostgreSQL
+        its statement subtracted them), then journal copies and acknowledgments."""
+        counted = not self._sqlite
+        await Consequences(self, connection, now).removed(taken, Reason.RECEIVED, known, counted)
 
     async def _delete_first(
-        self, connection: AsyncConnection, queue_id: int, limit: int, now: datetime
+        self, connection: AsyncConnection, queue_id: int, key: str, limit: int, now: datetime
     ) -> list[Any]:
-        """Delete the queue's first `limit` available messages; return their rows in queue order."""
-        pinned = not self._sqlite
-        first = (
-            sa.select(m.lookup_id)
-            .where(statements.available_in(queue_id, rows.to_us(now), pinned))
-            .order_by(*statements.queue_order(queue_first=pinned))
-            .limit(limit)
-        )
-        if not self._sqlite:
-            first = first.with_for_update(skip_locked=True)
-        statement = sa.delete(messages).where(m.lookup_id.in_(first)).returning(*messages.c)
-        found = (await connection.execute(statement)).mappings().all()
+        """Delete the first `limit` available messages of the queue with this ID and path key (none
+        if the ID names no queue of that key now); return their rows in queue order, with the
+        queue's journaling (statements.QUEUE_JOURNAL). Follow with _received."""
+        statement = statements.TAKE_FIRST_SQLITE if self._sqlite else statements.TAKE_FIRST_POSTGRESQL
+        values = statements.available_values(queue_id, rows.to_us(now)) | {"key": key, "limit": limit}
+        found = (await connection.execute(statement, values)).mappings().all()
         return sorted(found, key=lambda row: row["lookup_id"])
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState:
@@ -396,8 +393,42 @@ class _CallerWentAway(Exception):
     """A receive's caller was cancelled before its batch committed."""
 
 
+_BROWSE = (
+    sa.select(messages)
+    .where(statements.available(), m.lookup_id > sa.bindparam("after", type_=sa.BigInteger))
+    .order_by(m.lookup_id)
+    .limit(sa.bindparam("limit", type_=sa.Integer))
+)
+
+
+@functools.cache
+def _peek(shape: statements.TargetShape) -> sa.Select[Any]:
+    target = statements.select_target(shape).scalar_subquery()
+    return sa.select(messages).where(m.lookup_id == target)
+
+
+@functools.cache
+def _take(shape: statements.TargetShape, kind: ClaimKind) -> sa.Delete | sa.Update:
+    """The statement of a claim on a selector's target, built once per shape and claim kind."""
+    where = m.lookup_id == statements.select_target(shape).scalar_subquery()
+    if kind is ClaimKind.RECEIVE:
+        return sa.delete(messages).where(where).returning(*messages.c)
+    holder = sa.bindparam("holder", type_=sa.String)
+    if kind is ClaimKind.TRANSACTION:
+        held = {"state": LOCKED, "transaction_id": holder, "txn_op": TXN_DEQUEUE}
+    else:
+        held = {
+            "state": LOCKED,
+            "lock_tag": holder,
+            "lock_expires_at": sa.bindparam("expires_at", type_=sa.BigInteger),
+        }
+    return sa.update(messages).where(where).values(**held).returning(*messages.c)
+
+
 def _hold(claim: Claim) -> dict[str, Any]:
+    if claim.kind is ClaimKind.RECEIVE:
+        return {}
     if claim.kind is ClaimKind.TRANSACTION:
-        return {"state": LOCKED, "transaction_id": claim.owner, "txn_op": TXN_DEQUEUE}
+        return {"holder": claim.owner}
     assert claim.expires_at is not None
-    return {"state": LOCKED, "lock_tag": claim.owner, "lock_expires_at": rows.to_us(claim.expires_at)}
+    return {"holder": claim.owner, "expires_at": rows.to_us(claim.expires_at)}

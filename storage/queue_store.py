@@ -22,6 +22,12 @@ q = queues.c
 _JOURNAL = queues.alias("journal_queue")
 """Built once: building an alias's column collection costs more than the query it serves
 (a profile of SRMP sends showed 8 % of the gateway's time there)."""
+_WITH_JOURNAL = sa.select(queues, _JOURNAL.c.id.label("journal_queue_id")).outerjoin(
+    _JOURNAL, _JOURNAL.c.journal_of == q.id
+)
+_QUEUE_BY_KEY = _WITH_JOURNAL.where(q.path_key == sa.bindparam("wanted", type_=q.path_key.type))
+_QUEUE_BY_ID = _WITH_JOURNAL.where(q.id == sa.bindparam("wanted", type_=sa.Integer))
+"""A queue and its journal queue's ID, built once (statements.py says why)."""
 _MANAGER_ROW = 1
 _BATCH = 500
 _COMPUTER_JOURNAL_KEY = system_queue_path(SystemQueue.JOURNAL).key
@@ -125,19 +131,14 @@ class QueueStore(StoreBase):
         return int((await connection.execute(sa.insert(queues).values(values).returning(q.id))).scalar_one())
 
     async def find_queue(self, path: QueuePath) -> Queue | None:
-        return await self._one_queue(q.path_key == path.key)
+        return await self._one_queue(_QUEUE_BY_KEY, path.key)
 
     async def get_queue(self, queue_id: int) -> Queue | None:
-        return await self._one_queue(q.id == queue_id)
+        return await self._one_queue(_QUEUE_BY_ID, queue_id)
 
-    async def _one_queue(self, condition: sa.ColumnElement[bool]) -> Queue | None:
-        statement = (
-            sa.select(queues, _JOURNAL.c.id.label("journal_queue_id"))
-            .outerjoin(_JOURNAL, _JOURNAL.c.journal_of == q.id)
-            .where(condition)
-        )
+    async def _one_queue(self, statement: sa.Select[Any], wanted: str | int) -> Queue | None:
         async with self.engine.connect() as connection:
-            row = (await connection.execute(statement)).mappings().first()
+            row = (await connection.execute(statement, {"wanted": wanted})).mappings().first()
         return None if row is None else rows.queue_from_row(row, row["journal_queue_id"])
 
     async def list_queues(self) -> list[Queue]:
