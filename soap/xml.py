@@ -9,6 +9,7 @@ after reading at most one chunk past the limit.
 from __future__ import annotations
 
 import codecs
+import functools
 from typing import Any
 
 from lxml import etree
@@ -88,18 +89,56 @@ def _after(text: str, position: int, terminator: str) -> int:
     return end + len(terminator)
 
 
+_PARSER_OPTIONS: dict[str, Any] = {
+    "encoding": "utf-8",
+    "resolve_entities": False,
+    "no_network": True,
+    "load_dtd": False,
+    "dtd_validation": False,
+    "attribute_defaults": False,
+    "huge_tree": False,
+    "collect_ids": False,
+}
+
+
 def _parse_bounded(data: bytes, limits: Limits) -> Element:
-    parser = etree.XMLPullParser(
-        events=("start", "end", "start-ns"),
-        encoding="utf-8",
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        dtd_validation=False,
-        attribute_defaults=False,
-        huge_tree=False,
-        collect_ids=False,
-    )
+    root = _parse_small(data, limits)
+    return root if root is not None else _parse_streaming(data, limits)
+
+
+def _parse_small(data: bytes, limits: Limits) -> Element | None:
+    """One-chunk envelopes (all of Windows'): the same parse without a Python call per event.
+
+    The streaming path feeds such a document in one piece too, so the whole tree exists before
+    its first check either way. Byte counts bound the element, attribute and namespace counts
+    from above (every element needs a `<`, every attribute a `=`, every declaration `xmlns`);
+    the depth is checked on the tree. Any refusal is left to the streaming path, so that a bad
+    document is refused with the same reason as before.
+    """
+    if (
+        len(data) > _CHUNK
+        or data.count(b"<") > limits.max_elements
+        or data.count(b"=") > limits.max_attributes
+        or data.count(b"xmlns") > limits.max_namespace_declarations
+    ):
+        return None
+    parser = etree.XMLParser(**_PARSER_OPTIONS)
+    try:
+        parser.feed(data)
+        root = parser.close()
+    except etree.LxmlError:
+        return None
+    return None if _too_deep(limits.max_depth)(root) else root
+
+
+@functools.lru_cache(maxsize=8)
+def _too_deep(max_depth: int) -> Any:
+    """An XPath that is true when some element is nested deeper than `max_depth` (root: 1)."""
+    return etree.XPath("boolean(/*" + "/*" * max_depth + ")")
+
+
+def _parse_streaming(data: bytes, limits: Limits) -> Element:
+    parser = etree.XMLPullParser(events=("start", "end", "start-ns"), **_PARSER_OPTIONS)
     counter = _Counter(limits)
     try:
         for start in range(0, len(data), _CHUNK):
