@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+from collections.abc import Collection
 from typing import Any
 
 from lxml import etree
@@ -187,18 +188,20 @@ class Children:
     refused, children in other namespaces and unknown ones are ignored.
     """
 
-    def __init__(self, parent: Element, namespace: str, known: tuple[str, ...]) -> None:
-        self._parent = split_tag(parent)[1]
+    __slots__ = ("_found", "_parent")
+
+    def __init__(self, parent: Element, namespace: str, known: Collection[str]) -> None:
+        self._parent = parent
         self._found: dict[str, Element] = {}
         for child in parent:
-            if not isinstance(child.tag, str):
+            tag = child.tag
+            if not isinstance(tag, str):
                 continue
-            child_namespace, local = split_tag(child)
-            key = ascii_lower(local)
+            child_namespace, key = matching_name(tag)
             if child_namespace != namespace or key not in known:
                 continue
             if key in self._found:
-                raise bad_request(f"<{local}> occurs twice in <{self._parent}>")
+                raise bad_request(f"<{split_tag(child)[1]}> occurs twice in <{split_tag(parent)[1]}>")
             self._found[key] = child
 
     def get(self, name: str) -> Element | None:
@@ -218,21 +221,42 @@ class Children:
     def required_text(self, name: str, strip: bool = True) -> str:
         text = self.text(name, strip)
         if text is None:
-            raise bad_request(f"mandatory <{name}> is missing from <{self._parent}>")
+            raise bad_request(f"mandatory <{name}> is missing from <{split_tag(self._parent)[1]}>")
         return text
 
 
 def split_tag(element: Element) -> tuple[str, str]:
-    """(namespace URI, local name) of an element; "" for no namespace.
+    """(namespace URI, local name) of an element; "" for no namespace."""
+    return _split_clark(element.tag)
 
-    Split at the last `}`: a namespace URI may contain one (libxml2 does not check), a local
-    name cannot, and lxml's QName refuses such tags.
-    """
-    tag: str = element.tag
+
+def _split_clark(tag: str) -> tuple[str, str]:
+    """Split at the last `}`: a namespace URI may contain one (libxml2 does not check), a local
+    name cannot, and lxml's QName refuses such tags."""
     if not tag.startswith("{"):
         return "", tag
     namespace, _, local = tag[1:].rpartition("}")
     return namespace, local
+
+
+def matching_name(tag: str) -> tuple[str, str]:
+    """(namespace URI, local name in ASCII lower case) of a Clark tag: what elements match on.
+
+    The few spellings senders use repeat in every envelope, so they are remembered; a bounded
+    cache of short tags keeps hostile names from costing memory.
+    """
+    if len(tag) > _MAX_REMEMBERED_TAG:
+        return _matching_name(tag)
+    return _remembered_name(tag)
+
+
+def _matching_name(tag: str) -> tuple[str, str]:
+    namespace, local = _split_clark(tag)
+    return namespace, ascii_lower(local)
+
+
+_MAX_REMEMBERED_TAG = 200
+_remembered_name = functools.lru_cache(maxsize=1024)(_matching_name)
 
 
 def ascii_lower(name: str) -> str:
