@@ -63,14 +63,13 @@ def parse_request(body: bytes, content_type: str | None, limits: Limits = DEFAUL
     if media.media_type != ns.MULTIPART_RELATED:
         raise bad_request(f"Content-Type {media.media_type!r} is neither multipart/related nor text/xml")
     parts = split_multipart(body, boundary_of(media), limits)
-    root = _root_part(parts, media)
-    root_type = root.content_type
-    charset = root_type.charset if root_type is not None else None
-    return _envelope(root.payload, charset, _attachments(parts, root), limits)
+    root, root_type = _root_part(parts, media)
+    return _envelope(root.payload, root_type.charset, _attachments(parts, root), limits)
 
 
-def _root_part(parts: Sequence[MimePart], media: ContentType) -> MimePart:
-    """The envelope: the part named by `start` (RFC 2387), else the first text/xml part."""
+def _root_part(parts: Sequence[MimePart], media: ContentType) -> tuple[MimePart, ContentType]:
+    """The envelope and its content type: the part named by `start` (RFC 2387), else the first
+    text/xml part."""
     start = media.parameters.get("start")
     if start is not None:
         wanted = strip_angle_brackets(start)
@@ -81,11 +80,11 @@ def _root_part(parts: Sequence[MimePart], media: ContentType) -> MimePart:
         root_type = root.content_type
         if root_type is None or root_type.media_type != ns.TEXT_XML:
             raise bad_request("the start part of the multipart is not text/xml")
-        return root
+        return root, root_type
     for part in parts:
         part_type = part.content_type
         if part_type is not None and part_type.media_type == ns.TEXT_XML:
-            return part
+            return part, part_type
     raise bad_request("no text/xml part (SOAP envelope) in the multipart body")
 
 
