@@ -8,17 +8,17 @@ a missing mandatory element and any value out of range are refused with 400.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from qm.model import MAX_LABEL_LENGTH
 from soap import namespaces as ns
 from soap.envelope import (
     CommitmentReceipt,
     DeliveryReceipt,
+    Msmq,
     Path,
     Properties,
     Services,
-    SrmpEnvelope,
     Stream,
     StreamReceipt,
     has_msmq_prefix,
@@ -60,11 +60,29 @@ _HEADER = ns.qname(ns.SOAP_ENV, "Header")
 _REFERENCE = ns.qname(ns.XMLDSIG, "Reference")
 
 
-def read_envelope(root: Element) -> tuple[SrmpEnvelope, tuple[str, ...]]:
+class HeaderBlocks(NamedTuple):
+    """What the SOAP header says; `parse` adds the MIME parts to make the `SrmpEnvelope`."""
+
+    path: Path
+    properties: Properties
+    services: Services | None
+    stream: Stream | None
+    stream_receipt: StreamReceipt | None
+    delivery_receipt: DeliveryReceipt | None
+    commitment_receipt: CommitmentReceipt | None
+    msmq: Msmq | None
+    signature_present: bool
+    ignored_headers: tuple[str, ...]
+    references: tuple[str, ...]
+    """The `cid:` URIs the signature refers to."""
+
+
+def read_header_blocks(root: Element) -> HeaderBlocks:
     """The envelope's header blocks, and the `cid:` URIs its signature refers to."""
     blocks, ignored = _header_blocks(_header(root))
     msmq = _optional(blocks, ns.MSMQ, "msmq", read_msmq)
-    envelope = SrmpEnvelope(
+    signature = blocks.get((ns.XMLDSIG, "signature"))
+    return HeaderBlocks(
         path=_read_path(_required(blocks, ns.WSRP, "path"), trust_id=msmq is not None),
         properties=_read_properties(_required(blocks, ns.SRMP, "properties")),
         services=_optional(blocks, ns.SRMP, "services", _read_services),
@@ -73,10 +91,10 @@ def read_envelope(root: Element) -> tuple[SrmpEnvelope, tuple[str, ...]]:
         delivery_receipt=_optional(blocks, ns.SRMP, "deliveryreceipt", _read_delivery_receipt),
         commitment_receipt=_optional(blocks, ns.SRMP, "commitmentreceipt", _read_commitment_receipt),
         msmq=msmq,
-        signature_present=(ns.XMLDSIG, "signature") in blocks,
+        signature_present=signature is not None,
         ignored_headers=tuple(ignored),
+        references=_signature_references(signature),
     )
-    return envelope, _signature_references(blocks.get((ns.XMLDSIG, "signature")))
 
 
 def _header(root: Element) -> Element:

@@ -7,12 +7,11 @@ stream state, storage) is the receiving route's, after `parse_request` has retur
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from soap import namespaces as ns
 from soap.envelope import SrmpEnvelope
 from soap.errors import METHOD_NOT_ALLOWED, SrmpError, bad_request, too_large
-from soap.headers import read_envelope
+from soap.headers import read_header_blocks
 from soap.limits import DEFAULT_LIMITS, Limits
 from soap.mime import (
     ContentType,
@@ -103,15 +102,24 @@ def _attachments(parts: Sequence[MimePart], root: MimePart) -> dict[str, MimePar
 def _envelope(
     xml: bytes, charset: str | None, attachments: dict[str, MimePart], limits: Limits
 ) -> SrmpEnvelope:
-    envelope, references = read_envelope(parse_xml(xml, charset, limits))
-    for reference in references:
+    blocks = read_header_blocks(parse_xml(xml, charset, limits))
+    for reference in blocks.references:
         if reference[4:] not in attachments:
             raise bad_request(f"the signature refers to {reference[:80]!r}, which is not among the parts")
-    return replace(
-        envelope,
+    return SrmpEnvelope(
+        path=blocks.path,
+        properties=blocks.properties,
+        services=blocks.services,
+        stream=blocks.stream,
+        stream_receipt=blocks.stream_receipt,
+        delivery_receipt=blocks.delivery_receipt,
+        commitment_receipt=blocks.commitment_receipt,
+        msmq=blocks.msmq,
+        signature_present=blocks.signature_present,
         body=_attachment(attachments, ns.BODY_CONTENT_ID),
         extension=_attachment(attachments, ns.EXTENSION_CONTENT_ID),
         envelope_xml=xml,
+        ignored_headers=blocks.ignored_headers,
     )
 
 
