@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import struct
 import uuid
@@ -35,7 +36,14 @@ def parse_guid(text: str) -> uuid.UUID:
     stripped = text.strip(WHITESPACE)
     if _GUID_TEXT.fullmatch(stripped) is None:
         raise bad_request(f"{stripped[:60]!r} is not a GUID")
-    return uuid.UUID(stripped)
+    return _uuid(stripped)
+
+
+@functools.lru_cache(maxsize=256)
+def _uuid(guid: str) -> uuid.UUID:
+    """A checked 36-character GUID as a UUID (immutable), remembered: the GUIDs of the sending
+    queue managers recur in every message they send."""
+    return uuid.UUID(guid)
 
 
 def parse_decimal(text: str, what: str, maximum: int, minimum: int = 0) -> int:
@@ -68,7 +76,7 @@ class MessageId:
         if match is None:
             raise bad_request(f"{stripped[:80]!r} is not an SRMP message ID (uuid:<n>@<guid>)")
         sequence = parse_decimal(match.group(1), "the message ID sequence", UINT32_MAX)
-        return cls(uuid.UUID(match.group(2)), sequence)
+        return cls(_uuid(match.group(2)), sequence)
 
     @classmethod
     def from_text(cls, text: str) -> MessageId:
@@ -131,7 +139,7 @@ class StreamId:
         if match is None:
             raise bad_request(f"{stripped[:100]!r} is not a stream ID (uid:<guid>\\<number>)")
         sequence = parse_decimal(match.group(3), "the stream sequence ID", UINT64_MAX)
-        return cls(uuid.UUID(match.group(2)), sequence, match.group(1))
+        return cls(_uuid(match.group(2)), sequence, match.group(1))
 
     @property
     def text(self) -> str:
