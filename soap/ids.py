@@ -28,7 +28,7 @@ _GUID_TEXT = re.compile(_GUID)
 _SRMP_MESSAGE_ID = re.compile(rf"uuid:(\d{{1,10}})@({_GUID})", re.ASCII)
 _TEXT_MESSAGE_ID = re.compile(rf"(\{{{_GUID}\}}|{_GUID})\\(-?\d{{1,10}})", re.ASCII)
 _STREAM_ID = re.compile(rf"([A-Za-z][A-Za-z0-9+.-]{{0,15}}):({_GUID})\\(\d{{1,20}})", re.ASCII)
-_DECIMAL = re.compile(r"\d{1,20}", re.ASCII)
+_MAX_DIGITS = 20
 
 
 def parse_guid(text: str) -> uuid.UUID:
@@ -49,7 +49,7 @@ def _uuid(guid: str) -> uuid.UUID:
 def parse_decimal(text: str, what: str, maximum: int, minimum: int = 0) -> int:
     """An unsigned decimal number in `[minimum, maximum]`; nothing but ASCII digits."""
     stripped = text.strip(WHITESPACE)
-    if _DECIMAL.fullmatch(stripped) is None:
+    if not (len(stripped) <= _MAX_DIGITS and stripped.isascii() and stripped.isdigit()):
         raise bad_request(f"{what} is {stripped[:30]!r}, not a decimal number")
     value = int(stripped)
     if not minimum <= value <= maximum:

@@ -22,7 +22,7 @@ _TOKEN = re.compile(_TOKEN_CHARACTERS)
 _SIMPLE_PARAMETER = re.compile(rf'[ \t;]*({_TOKEN_CHARACTERS})=("[^"\\]*"|[^"; \t][^; \t]*)[ \t]*(?=;|\Z)')
 """`; name=value` or `; name="value"`: what `_parameters` reads the same way, without escapes."""
 _LENGTH = re.compile(rb"\d{1,19}")
-_MAX_BOUNDARY = 70
+_BOUNDARY = re.compile("[ -~]{1,70}")
 _WHITESPACE = " \t"
 
 
@@ -161,7 +161,7 @@ def boundary_of(content_type: ContentType) -> bytes:
 
 def valid_boundary(boundary: str) -> bool:
     """1-70 printable ASCII characters (RFC 2046)."""
-    return 1 <= len(boundary) <= _MAX_BOUNDARY and all(" " <= c <= "~" for c in boundary)
+    return _BOUNDARY.fullmatch(boundary) is not None
 
 
 def split_multipart(body: bytes, boundary: bytes, limits: Limits = DEFAULT_LIMITS) -> list[MimePart]:
@@ -207,19 +207,19 @@ def _part_headers(body: bytes, position: int, limits: Limits) -> tuple[dict[str,
     end = body.find(CRLF + CRLF, position, position + limits.max_part_header_bytes + 4)
     if end < 0:
         raise bad_request("MIME part headers are truncated or too long")
-    lines = body[position:end].split(CRLF)
+    lines = body[position:end].decode("latin-1").split("\r\n")
     if len(lines) > limits.max_part_headers:
         raise bad_request(f"more than {limits.max_part_headers} headers in a MIME part")
     headers: dict[str, str] = {}
     for line in lines:
-        name, colon, value = line.partition(b":")
-        key = name.strip(b" \t").decode("latin-1")
+        name, colon, value = line.partition(":")
+        key = name.strip(_WHITESPACE)
         if not colon or _TOKEN.fullmatch(key) is None:
             raise bad_request("a MIME part header line is not `name: value`")
         key = key.lower()
         if key in headers:
             raise bad_request(f"MIME part header {key!r} appears twice")
-        headers[key] = value.strip(b" \t").decode("latin-1")
+        headers[key] = value.strip(_WHITESPACE)
     return headers, end + 4
 
 
