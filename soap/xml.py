@@ -111,16 +111,19 @@ def _parse_small(data: bytes, limits: Limits) -> Element | None:
     """One-chunk envelopes (all of Windows'): the same parse without a Python call per event.
 
     The streaming path feeds such a document in one piece too, so the whole tree exists before
-    its first check either way. Byte counts bound the element, attribute and namespace counts
-    from above (every element needs a `<`, every attribute a `=`, every declaration `xmlns`);
-    the depth is checked on the tree. Any refusal is left to the streaming path, so that a bad
-    document is refused with the same reason as before.
+    its first check either way. Byte counts bound the counts from above: every element needs a
+    `<` not followed by `/`, every attribute and namespace declaration a `=`; the depth, bounded
+    by the element count, is checked on the tree only when that bound exceeds it. Any refusal
+    is left to the streaming path, so that a bad document is refused with the same reason.
     """
+    if len(data) > _CHUNK:
+        return None
+    elements = data.count(b"<") - data.count(b"</")
+    equals = data.count(b"=")
     if (
-        len(data) > _CHUNK
-        or data.count(b"<") > limits.max_elements
-        or data.count(b"=") > limits.max_attributes
-        or data.count(b"xmlns") > limits.max_namespace_declarations
+        elements > limits.max_elements
+        or equals > limits.max_attributes
+        or equals > limits.max_namespace_declarations
     ):
         return None
     parser = etree.XMLParser(**_PARSER_OPTIONS)
@@ -129,7 +132,9 @@ def _parse_small(data: bytes, limits: Limits) -> Element | None:
         root = parser.close()
     except etree.LxmlError:
         return None
-    return None if _too_deep(limits.max_depth)(root) else root
+    if elements > limits.max_depth and _too_deep(limits.max_depth)(root):
+        return None
+    return root
 
 
 @functools.lru_cache(maxsize=8)
