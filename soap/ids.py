@@ -75,8 +75,8 @@ class MessageId:
         match = _SRMP_MESSAGE_ID.fullmatch(stripped)
         if match is None:
             raise bad_request(f"{stripped[:80]!r} is not an SRMP message ID (uuid:<n>@<guid>)")
-        sequence = parse_decimal(match.group(1), "the message ID sequence", UINT32_MAX)
-        return cls(_uuid(match.group(2)), sequence)
+        digits, guid = match.groups()
+        return cls(_uuid(guid), parse_decimal(digits, "the message ID sequence", UINT32_MAX))
 
     @classmethod
     def from_text(cls, text: str) -> MessageId:

@@ -74,8 +74,7 @@ class SrmpTime:
 
     @classmethod
     def parse(cls, text: str) -> SrmpTime:
-        stripped = text.strip(WHITESPACE)
-        return cls(stripped, srmp_to_epoch(stripped))
+        return _parse_time(text.strip(WHITESPACE))
 
     @classmethod
     def from_epoch(cls, epoch: int) -> SrmpTime:
@@ -94,6 +93,14 @@ class SrmpTime:
     @property
     def utc(self) -> datetime:
         return datetime.fromtimestamp(self.epoch, UTC)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_time(text: str) -> SrmpTime:
+    """Remembered: the times of a message repeat in it (TTrq and expiresAt often match) and in
+    the messages sent in the same second. A refused time raises and is not kept, so every key
+    is a valid time of at most 15 characters."""
+    return SrmpTime(text, srmp_to_epoch(text))
 
 
 def srmp_to_epoch(text: str) -> int:
