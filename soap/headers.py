@@ -8,17 +8,17 @@ a missing mandatory element and any value out of range are refused with 400.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from qm.model import MAX_LABEL_LENGTH
 from soap import namespaces as ns
 from soap.envelope import (
     CommitmentReceipt,
     DeliveryReceipt,
+    Msmq,
     Path,
     Properties,
     Services,
-    SrmpEnvelope,
     Stream,
     StreamReceipt,
     has_msmq_prefix,
@@ -28,30 +28,61 @@ from soap.ids import UINT32_MAX, MessageId, StreamId, parse_decimal
 from soap.msmq_block import read_msmq
 from soap.times import SrmpTime, parse_duration
 from soap.urls import check_http_url
-from soap.xml import Children, Element, ascii_lower, split_tag
+from soap.xml import Children, Element, matching_name, split_tag
 
 _T = TypeVar("_T")
-_BLOCKS = {
-    (ns.WSRP, "path"),
-    (ns.SRMP, "properties"),
-    (ns.SRMP, "services"),
-    (ns.SRMP, "stream"),
-    (ns.SRMP, "streamreceipt"),
-    (ns.SRMP, "deliveryreceipt"),
-    (ns.SRMP, "commitmentreceipt"),
-    (ns.MSMQ, "msmq"),
-    (ns.XMLDSIG, "signature"),
-}
+_BLOCKS = frozenset(
+    {
+        (ns.WSRP, "path"),
+        (ns.SRMP, "properties"),
+        (ns.SRMP, "services"),
+        (ns.SRMP, "stream"),
+        (ns.SRMP, "streamreceipt"),
+        (ns.SRMP, "deliveryreceipt"),
+        (ns.SRMP, "commitmentreceipt"),
+        (ns.MSMQ, "msmq"),
+        (ns.XMLDSIG, "signature"),
+    }
+)
+# The children each block knows, by lower-case local name.
+_PATH = frozenset({"action", "to", "id", "rev"})
+_REV = frozenset({"via"})
+_PROPERTIES = frozenset({"expiresat", "sentat", "duration"})
+_SERVICES = frozenset({"durable", "deliveryreceiptrequest", "commitmentreceiptrequest"})
+_RECEIPT_REQUEST = frozenset({"sendto", "positiveonly", "negativeonly"})
+_STREAM = frozenset({"streamid", "current", "previous", "start", "streamreceiptrequest", "end"})
+_STREAM_START = frozenset({"sendreceiptsto", "expiresat"})
+_STREAM_RECEIPT = frozenset({"streamid", "lastordinal"})
+_DELIVERY_RECEIPT = frozenset({"receivedat", "id"})
+_COMMITMENT_RECEIPT = frozenset({"decidedat", "decision", "id", "commitmentcode", "xcommitmentdetail"})
 _ENVELOPE = ns.qname(ns.SOAP_ENV, "Envelope")
 _HEADER = ns.qname(ns.SOAP_ENV, "Header")
 _REFERENCE = ns.qname(ns.XMLDSIG, "Reference")
 
 
-def read_envelope(root: Element) -> tuple[SrmpEnvelope, tuple[str, ...]]:
+class HeaderBlocks(NamedTuple):
+    """What the SOAP header says; `parse` adds the MIME parts to make the `SrmpEnvelope`."""
+
+    path: Path
+    properties: Properties
+    services: Services | None
+    stream: Stream | None
+    stream_receipt: StreamReceipt | None
+    delivery_receipt: DeliveryReceipt | None
+    commitment_receipt: CommitmentReceipt | None
+    msmq: Msmq | None
+    signature_present: bool
+    ignored_headers: tuple[str, ...]
+    references: tuple[str, ...]
+    """The `cid:` URIs the signature refers to."""
+
+
+def read_header_blocks(root: Element) -> HeaderBlocks:
     """The envelope's header blocks, and the `cid:` URIs its signature refers to."""
     blocks, ignored = _header_blocks(_header(root))
     msmq = _optional(blocks, ns.MSMQ, "msmq", read_msmq)
-    envelope = SrmpEnvelope(
+    signature = blocks.get((ns.XMLDSIG, "signature"))
+    return HeaderBlocks(
         path=_read_path(_required(blocks, ns.WSRP, "path"), trust_id=msmq is not None),
         properties=_read_properties(_required(blocks, ns.SRMP, "properties")),
         services=_optional(blocks, ns.SRMP, "services", _read_services),
@@ -60,10 +91,10 @@ def read_envelope(root: Element) -> tuple[SrmpEnvelope, tuple[str, ...]]:
         delivery_receipt=_optional(blocks, ns.SRMP, "deliveryreceipt", _read_delivery_receipt),
         commitment_receipt=_optional(blocks, ns.SRMP, "commitmentreceipt", _read_commitment_receipt),
         msmq=msmq,
-        signature_present=(ns.XMLDSIG, "signature") in blocks,
+        signature_present=signature is not None,
         ignored_headers=tuple(ignored),
+        references=_signature_references(signature),
     )
-    return envelope, _signature_references(blocks.get((ns.XMLDSIG, "signature")))
 
 
 def _header(root: Element) -> Element:
@@ -79,15 +110,15 @@ def _header_blocks(header: Element) -> tuple[dict[tuple[str, str], Element], lis
     blocks: dict[tuple[str, str], Element] = {}
     ignored: list[str] = []
     for entry in header:
-        if not isinstance(entry.tag, str):
+        tag = entry.tag
+        if not isinstance(tag, str):
             continue
-        namespace, local = split_tag(entry)
-        key = (namespace, ascii_lower(local))
+        key = matching_name(tag)
         if key not in _BLOCKS:
             _check_must_understand(entry)
-            ignored.append(entry.tag)
+            ignored.append(tag)
         elif key in blocks:
-            raise bad_request(f"header entry <{local}> occurs twice")
+            raise bad_request(f"header entry <{split_tag(entry)[1]}> occurs twice")
         else:
             blocks[key] = entry
     return blocks, ignored
@@ -115,7 +146,7 @@ def _optional(
 
 
 def _read_path(element: Element, trust_id: bool) -> Path:
-    children = Children(element, ns.WSRP, ("action", "to", "id", "rev"))
+    children = Children(element, ns.WSRP, _PATH)
     path = Path(
         action=children.required_text("action", strip=False),
         to=check_http_url(children.required_text("to"), "<to>"),
@@ -145,7 +176,7 @@ def _read_rev(rev: Element | None) -> str | None:
     """`<rev>` holds exactly one `<via>`; an empty one means no response queue."""
     if rev is None:
         return None
-    via = Children(rev, ns.WSRP, ("via",)).required_text("via")
+    via = Children(rev, ns.WSRP, _REV).required_text("via")
     if not via:
         return None
     if has_msmq_prefix(via):
@@ -156,7 +187,7 @@ def _read_rev(rev: Element | None) -> str | None:
 
 
 def _read_properties(element: Element) -> Properties:
-    children = Children(element, ns.SRMP, ("expiresat", "sentat", "duration"))
+    children = Children(element, ns.SRMP, _PROPERTIES)
     sent_text = children.text("sentat")
     sent_at = None if sent_text is None else SrmpTime.parse(sent_text)
     expires_text = children.text("expiresat")
@@ -171,7 +202,7 @@ def _read_properties(element: Element) -> Properties:
 
 
 def _read_services(element: Element) -> Services:
-    children = Children(element, ns.SRMP, ("durable", "deliveryreceiptrequest", "commitmentreceiptrequest"))
+    children = Children(element, ns.SRMP, _SERVICES)
     delivery = children.get("deliveryreceiptrequest")
     commitment = children.get("commitmentreceiptrequest")
     commitment_children = None if commitment is None else _receipt_request(commitment)
@@ -185,7 +216,7 @@ def _read_services(element: Element) -> Services:
 
 
 def _receipt_request(element: Element) -> Children:
-    return Children(element, ns.SRMP, ("sendto", "positiveonly", "negativeonly"))
+    return Children(element, ns.SRMP, _RECEIPT_REQUEST)
 
 
 def _send_to(children: Children) -> str:
@@ -193,11 +224,10 @@ def _send_to(children: Children) -> str:
 
 
 def _read_stream(element: Element) -> Stream:
-    names = ("streamid", "current", "previous", "start", "streamreceiptrequest", "end")
-    children = Children(element, ns.SRMP, names)
+    children = Children(element, ns.SRMP, _STREAM)
     previous = children.text("previous")
     start = children.get("start")
-    start_children = None if start is None else Children(start, ns.SRMP, ("sendreceiptsto", "expiresat"))
+    start_children = None if start is None else Children(start, ns.SRMP, _STREAM_START)
     start_expires = None if start_children is None else start_children.text("expiresat")
     return Stream(
         stream_id=StreamId.parse(children.required_text("streamid")),
@@ -213,7 +243,7 @@ def _read_stream(element: Element) -> Stream:
 
 
 def _read_stream_receipt(element: Element) -> StreamReceipt:
-    children = Children(element, ns.SRMP, ("streamid", "lastordinal"))
+    children = Children(element, ns.SRMP, _STREAM_RECEIPT)
     return StreamReceipt(
         stream_id=StreamId.parse(children.required_text("streamid")),
         last_ordinal=parse_decimal(children.required_text("lastordinal"), "<lastOrdinal>", UINT32_MAX),
@@ -221,7 +251,7 @@ def _read_stream_receipt(element: Element) -> StreamReceipt:
 
 
 def _read_delivery_receipt(element: Element) -> DeliveryReceipt:
-    children = Children(element, ns.SRMP, ("receivedat", "id"))
+    children = Children(element, ns.SRMP, _DELIVERY_RECEIPT)
     return DeliveryReceipt(
         received_at=SrmpTime.parse(children.required_text("receivedat")),
         id=MessageId.from_srmp(children.required_text("id")),
@@ -229,8 +259,7 @@ def _read_delivery_receipt(element: Element) -> DeliveryReceipt:
 
 
 def _read_commitment_receipt(element: Element) -> CommitmentReceipt:
-    names = ("decidedat", "decision", "id", "commitmentcode", "xcommitmentdetail")
-    children = Children(element, ns.SRMP, names)
+    children = Children(element, ns.SRMP, _COMMITMENT_RECEIPT)
     decision = children.required_text("decision").lower()
     if decision not in ("positive", "negative"):
         raise bad_request(f"<decision> is {decision[:20]!r}, not positive or negative")

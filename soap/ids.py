@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import struct
 import uuid
@@ -27,7 +28,7 @@ _GUID_TEXT = re.compile(_GUID)
 _SRMP_MESSAGE_ID = re.compile(rf"uuid:(\d{{1,10}})@({_GUID})", re.ASCII)
 _TEXT_MESSAGE_ID = re.compile(rf"(\{{{_GUID}\}}|{_GUID})\\(-?\d{{1,10}})", re.ASCII)
 _STREAM_ID = re.compile(rf"([A-Za-z][A-Za-z0-9+.-]{{0,15}}):({_GUID})\\(\d{{1,20}})", re.ASCII)
-_DECIMAL = re.compile(r"\d{1,20}", re.ASCII)
+_MAX_DIGITS = 20
 
 
 def parse_guid(text: str) -> uuid.UUID:
@@ -35,13 +36,20 @@ def parse_guid(text: str) -> uuid.UUID:
     stripped = text.strip(WHITESPACE)
     if _GUID_TEXT.fullmatch(stripped) is None:
         raise bad_request(f"{stripped[:60]!r} is not a GUID")
-    return uuid.UUID(stripped)
+    return _uuid(stripped)
+
+
+@functools.lru_cache(maxsize=256)
+def _uuid(guid: str) -> uuid.UUID:
+    """A checked 36-character GUID as a UUID (immutable), remembered: the GUIDs of the sending
+    queue managers recur in every message they send."""
+    return uuid.UUID(guid)
 
 
 def parse_decimal(text: str, what: str, maximum: int, minimum: int = 0) -> int:
     """An unsigned decimal number in `[minimum, maximum]`; nothing but ASCII digits."""
     stripped = text.strip(WHITESPACE)
-    if _DECIMAL.fullmatch(stripped) is None:
+    if not (len(stripped) <= _MAX_DIGITS and stripped.isascii() and stripped.isdigit()):
         raise bad_request(f"{what} is {stripped[:30]!r}, not a decimal number")
     value = int(stripped)
     if not minimum <= value <= maximum:
@@ -67,8 +75,8 @@ class MessageId:
         match = _SRMP_MESSAGE_ID.fullmatch(stripped)
         if match is None:
             raise bad_request(f"{stripped[:80]!r} is not an SRMP message ID (uuid:<n>@<guid>)")
-        sequence = parse_decimal(match.group(1), "the message ID sequence", UINT32_MAX)
-        return cls(uuid.UUID(match.group(2)), sequence)
+        digits, guid = match.groups()
+        return cls(_uuid(guid), parse_decimal(digits, "the message ID sequence", UINT32_MAX))
 
     @classmethod
     def from_text(cls, text: str) -> MessageId:
@@ -131,7 +139,7 @@ class StreamId:
         if match is None:
             raise bad_request(f"{stripped[:100]!r} is not a stream ID (uid:<guid>\\<number>)")
         sequence = parse_decimal(match.group(3), "the stream sequence ID", UINT64_MAX)
-        return cls(uuid.UUID(match.group(2)), sequence, match.group(1))
+        return cls(_uuid(match.group(2)), sequence, match.group(1))
 
     @property
     def text(self) -> str:

@@ -17,9 +17,12 @@ from soap.limits import DEFAULT_LIMITS, Limits
 from soap.namespaces import WHITESPACE
 
 CRLF = b"\r\n"
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_TOKEN_CHARACTERS = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_TOKEN = re.compile(_TOKEN_CHARACTERS)
+_SIMPLE_PARAMETER = re.compile(rf'[ \t;]*({_TOKEN_CHARACTERS})=("[^"\\]*"|[^"; \t][^; \t]*)[ \t]*(?=;|\Z)')
+"""`; name=value` or `; name="value"`: what `_parameters` reads the same way, without escapes."""
 _LENGTH = re.compile(rb"\d{1,19}")
-_MAX_BOUNDARY = 70
+_BOUNDARY = re.compile("[ -~]{1,70}")
 _WHITESPACE = " \t"
 
 
@@ -75,6 +78,25 @@ def parse_content_type(value: str, limits: Limits = DEFAULT_LIMITS) -> ContentTy
 
 
 def _parameters(text: str, original: str) -> dict[str, str]:
+    simple = _simple_parameters(text)
+    return simple if simple is not None else _any_parameters(text, original)
+
+
+def _simple_parameters(text: str) -> dict[str, str] | None:
+    """Parameters as senders write them (no escapes, no blanks before `=`, no repeats), one
+    regex match each; None for anything else, which the full parser then reads or refuses."""
+    parameters: dict[str, str] = {}
+    position = 0
+    while (match := _SIMPLE_PARAMETER.match(text, position)) is not None:
+        name, value = match.group(1).lower(), match.group(2)
+        if name in parameters:
+            return None
+        parameters[name] = value[1:-1] if value.startswith('"') else value
+        position = match.end()
+    return parameters if _skip(text, position, _WHITESPACE + ";") == len(text) else None
+
+
+def _any_parameters(text: str, original: str) -> dict[str, str]:
     parameters: dict[str, str] = {}
     position = 0
     while position < len(text):
@@ -139,7 +161,7 @@ def boundary_of(content_type: ContentType) -> bytes:
 
 def valid_boundary(boundary: str) -> bool:
     """1-70 printable ASCII characters (RFC 2046)."""
-    return 1 <= len(boundary) <= _MAX_BOUNDARY and all(" " <= c <= "~" for c in boundary)
+    return _BOUNDARY.fullmatch(boundary) is not None
 
 
 def split_multipart(body: bytes, boundary: bytes, limits: Limits = DEFAULT_LIMITS) -> list[MimePart]:
@@ -148,7 +170,8 @@ def split_multipart(body: bytes, boundary: bytes, limits: Limits = DEFAULT_LIMIT
     position = _opening_delimiter(body, delimiter)
     parts: list[MimePart] = []
     while True:
-        position = _skip_padding(body, position)
+        if not body.startswith(CRLF, position):
+            position = _skip_padding(body, position)
         if body.startswith(b"--", position):
             return parts
         if not body.startswith(CRLF, position):
@@ -179,26 +202,25 @@ def _skip_padding(body: bytes, position: int) -> int:
 
 
 def _part_headers(body: bytes, position: int, limits: Limits) -> tuple[dict[str, str], int]:
-    window = body[position : position + limits.max_part_header_bytes + 4]
-    if window.startswith(CRLF):
+    if body.startswith(CRLF, position):
         return {}, position + 2
-    end = window.find(CRLF + CRLF)
+    end = body.find(CRLF + CRLF, position, position + limits.max_part_header_bytes + 4)
     if end < 0:
         raise bad_request("MIME part headers are truncated or too long")
-    lines = window[:end].split(CRLF)
+    lines = body[position:end].decode("latin-1").split("\r\n")
     if len(lines) > limits.max_part_headers:
         raise bad_request(f"more than {limits.max_part_headers} headers in a MIME part")
     headers: dict[str, str] = {}
     for line in lines:
-        name, colon, value = line.partition(b":")
-        key = name.strip(b" \t").decode("latin-1")
+        name, colon, value = line.partition(":")
+        key = name.strip(_WHITESPACE)
         if not colon or _TOKEN.fullmatch(key) is None:
             raise bad_request("a MIME part header line is not `name: value`")
         key = key.lower()
         if key in headers:
             raise bad_request(f"MIME part header {key!r} appears twice")
-        headers[key] = value.strip(b" \t").decode("latin-1")
-    return headers, position + end + 4
+        headers[key] = value.strip(_WHITESPACE)
+    return headers, end + 4
 
 
 def _part_payload(
@@ -208,9 +230,10 @@ def _part_payload(
     if declared is None:
         return _payload_until_delimiter(body, position, delimiter)
     raw = declared.encode("latin-1")
-    if _LENGTH.fullmatch(raw) is None or int(raw) > len(body) - position:
+    length = int(raw) if _LENGTH.fullmatch(raw) is not None else -1
+    if not 0 <= length <= len(body) - position:
         raise bad_request(f"MIME part Content-Length {declared[:24]!r} is not within the request")
-    end = position + int(raw)
+    end = position + length
     if body.startswith(delimiter, end):
         return body[position:end], end + len(delimiter)
     if body.startswith(CRLF + delimiter, end):

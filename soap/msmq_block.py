@@ -16,25 +16,30 @@ from soap.xml import Children, Element
 _T = TypeVar("_T")
 UINT16_MAX = 0xFFFF
 _DEFINED_CLASSES = frozenset(int(message_class) for message_class in MessageClass)
-_NAMES = (
-    "class",
-    "priority",
-    "journal",
-    "deadletter",
-    "correlation",
-    "trace",
-    "connectortype",
-    "app",
-    "bodytype",
-    "hashalgorithm",
-    "eod",
-    "provider",
-    "sourceqmguid",
-    "destinationmqf",
-    "adminmqf",
-    "responsemqf",
-    "ttrq",
+_NAMES = frozenset(
+    {
+        "class",
+        "priority",
+        "journal",
+        "deadletter",
+        "correlation",
+        "trace",
+        "connectortype",
+        "app",
+        "bodytype",
+        "hashalgorithm",
+        "eod",
+        "provider",
+        "sourceqmguid",
+        "destinationmqf",
+        "adminmqf",
+        "responsemqf",
+        "ttrq",
+    }
 )
+
+_EOD = frozenset({"first", "last", "connectorid", "xconnectorid"})
+_PROVIDER = frozenset({"type", "name"})
 
 
 def read_msmq(element: Element) -> Msmq:
@@ -79,7 +84,7 @@ def _optional(children: Children, name: str, parse: Callable[[str], _T]) -> _T |
 def _read_eod(element: Element | None) -> Eod | None:
     if element is None:
         return None
-    children = Children(element, ns.MSMQ, ("first", "last", "connectorid", "xconnectorid"))
+    children = Children(element, ns.MSMQ, _EOD)
     connector = children.text("connectorid")
     if connector is None:
         connector = children.text("xconnectorid")
@@ -93,7 +98,7 @@ def _read_eod(element: Element | None) -> Eod | None:
 def _read_provider(element: Element | None) -> Provider | None:
     if element is None:
         return None
-    children = Children(element, ns.MSMQ, ("type", "name"))
+    children = Children(element, ns.MSMQ, _PROVIDER)
     return Provider(
         type=parse_decimal(children.required_text("type"), "<Provider><Type>", UINT32_MAX),
         name=children.text("name", strip=False) or "",

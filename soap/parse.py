@@ -7,12 +7,11 @@ stream state, storage) is the receiving route's, after `parse_request` has retur
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from soap import namespaces as ns
 from soap.envelope import SrmpEnvelope
 from soap.errors import METHOD_NOT_ALLOWED, SrmpError, bad_request, too_large
-from soap.headers import read_envelope
+from soap.headers import read_header_blocks
 from soap.limits import DEFAULT_LIMITS, Limits
 from soap.mime import (
     ContentType,
@@ -63,14 +62,13 @@ def parse_request(body: bytes, content_type: str | None, limits: Limits = DEFAUL
     if media.media_type != ns.MULTIPART_RELATED:
         raise bad_request(f"Content-Type {media.media_type!r} is neither multipart/related nor text/xml")
     parts = split_multipart(body, boundary_of(media), limits)
-    root = _root_part(parts, media)
-    root_type = root.content_type
-    charset = root_type.charset if root_type is not None else None
-    return _envelope(root.payload, charset, _attachments(parts, root), limits)
+    root, root_type = _root_part(parts, media)
+    return _envelope(root.payload, root_type.charset, _attachments(parts, root), limits)
 
 
-def _root_part(parts: Sequence[MimePart], media: ContentType) -> MimePart:
-    """The envelope: the part named by `start` (RFC 2387), else the first text/xml part."""
+def _root_part(parts: Sequence[MimePart], media: ContentType) -> tuple[MimePart, ContentType]:
+    """The envelope and its content type: the part named by `start` (RFC 2387), else the first
+    text/xml part."""
     start = media.parameters.get("start")
     if start is not None:
         wanted = strip_angle_brackets(start)
@@ -81,11 +79,11 @@ def _root_part(parts: Sequence[MimePart], media: ContentType) -> MimePart:
         root_type = root.content_type
         if root_type is None or root_type.media_type != ns.TEXT_XML:
             raise bad_request("the start part of the multipart is not text/xml")
-        return root
+        return root, root_type
     for part in parts:
         part_type = part.content_type
         if part_type is not None and part_type.media_type == ns.TEXT_XML:
-            return part
+            return part, part_type
     raise bad_request("no text/xml part (SOAP envelope) in the multipart body")
 
 
@@ -104,15 +102,24 @@ def _attachments(parts: Sequence[MimePart], root: MimePart) -> dict[str, MimePar
 def _envelope(
     xml: bytes, charset: str | None, attachments: dict[str, MimePart], limits: Limits
 ) -> SrmpEnvelope:
-    envelope, references = read_envelope(parse_xml(xml, charset, limits))
-    for reference in references:
+    blocks = read_header_blocks(parse_xml(xml, charset, limits))
+    for reference in blocks.references:
         if reference[4:] not in attachments:
             raise bad_request(f"the signature refers to {reference[:80]!r}, which is not among the parts")
-    return replace(
-        envelope,
+    return SrmpEnvelope(
+        path=blocks.path,
+        properties=blocks.properties,
+        services=blocks.services,
+        stream=blocks.stream,
+        stream_receipt=blocks.stream_receipt,
+        delivery_receipt=blocks.delivery_receipt,
+        commitment_receipt=blocks.commitment_receipt,
+        msmq=blocks.msmq,
+        signature_present=blocks.signature_present,
         body=_attachment(attachments, ns.BODY_CONTENT_ID),
         extension=_attachment(attachments, ns.EXTENSION_CONTENT_ID),
         envelope_xml=xml,
+        ignored_headers=blocks.ignored_headers,
     )
 
 

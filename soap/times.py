@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import calendar
 import enum
+import functools
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,7 +25,7 @@ INFINITE_SENTINEL = "20380119T031407"
 DEFAULT_TTRQ_S = 4 * 24 * 3600
 """Default time-to-reach-queue of current Windows (reference §3.2)."""
 
-_TIME = re.compile(r"(\d{4})(\d{2})(\d{2})T(\d{2})(?:(\d{2})(\d{2})?)?", re.ASCII)
+_TIME = re.compile(r"(\d{8})T(\d{2})(?:(\d{2})(\d{2})?)?", re.ASCII)
 _DURATION = re.compile(
     r"P(?:(\d{1,4})Y)?(?:(\d{1,4})M)?(?:(\d{1,5})D)?(?:T(?:(\d{1,6})H)?(?:(\d{1,8})M)?(?:(\d{1,10})S)?)?",
     re.ASCII,
@@ -73,8 +74,7 @@ class SrmpTime:
 
     @classmethod
     def parse(cls, text: str) -> SrmpTime:
-        stripped = text.strip(WHITESPACE)
-        return cls(stripped, srmp_to_epoch(stripped))
+        return _parse_time(text.strip(WHITESPACE))
 
     @classmethod
     def from_epoch(cls, epoch: int) -> SrmpTime:
@@ -95,21 +95,42 @@ class SrmpTime:
         return datetime.fromtimestamp(self.epoch, UTC)
 
 
+@functools.lru_cache(maxsize=256)
+def _parse_time(text: str) -> SrmpTime:
+    """Remembered: the times of a message repeat in it (TTrq and expiresAt often match) and in
+    the messages sent in the same second. A refused time raises and is not kept, so every key
+    is a valid time of at most 15 characters."""
+    return SrmpTime(text, srmp_to_epoch(text))
+
+
 def srmp_to_epoch(text: str) -> int:
     """Parse `YYYYMMDDThhmmss` (also `Thh` and `Thhmm`, and hour 24 as the next day's 00:00)."""
     match = _TIME.fullmatch(text)
     if match is None:
         raise bad_request(f"{text[:40]!r} is not an SRMP time (YYYYMMDDThhmmss)")
-    year, month, day, hour = (int(match.group(i)) for i in range(1, 5))
-    minute, second = int(match.group(5) or 0), int(match.group(6) or 0)
-    if year < 1970 or not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(year, month)[1]:
+    date, hour_text, minute_text, second_text = match.groups()
+    midnight = _midnight(date)
+    if midnight is None:
         raise bad_request(f"{text!r} is not a valid date after 1970")
+    hour, minute, second = int(hour_text), int(minute_text or 0), int(second_text or 0)
     if hour > 24 or minute > 59 or second > 59 or (hour == 24 and (minute or second)):
         raise bad_request(f"{text!r} is not a valid time of day")
-    epoch = calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))
+    epoch = midnight + hour * 3600 + minute * 60 + second
     if epoch >= _YEAR_10000:
         raise bad_request(f"{text!r} is after the year 9999")
     return epoch
+
+
+@functools.lru_cache(maxsize=64)
+def _midnight(date: str) -> int | None:
+    """Seconds since 1970 at 00:00 UTC of `YYYYMMDD` (8 ASCII digits), None for no such day.
+
+    Remembered: the times of a message, and of the messages around it, fall on the same days.
+    """
+    year, month, day = int(date[:4]), int(date[4:6]), int(date[6:])
+    if year < 1970 or not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(year, month)[1]:
+        return None
+    return calendar.timegm((year, month, day, 0, 0, 0, 0, 0, 0))
 
 
 def epoch_to_srmp(epoch: int) -> str:

@@ -9,6 +9,8 @@ after reading at most one chunk past the limit.
 from __future__ import annotations
 
 import codecs
+import functools
+from collections.abc import Collection
 from typing import Any
 
 from lxml import etree
@@ -88,18 +90,61 @@ def _after(text: str, position: int, terminator: str) -> int:
     return end + len(terminator)
 
 
+_PARSER_OPTIONS: dict[str, Any] = {
+    "encoding": "utf-8",
+    "resolve_entities": False,
+    "no_network": True,
+    "load_dtd": False,
+    "dtd_validation": False,
+    "attribute_defaults": False,
+    "huge_tree": False,
+    "collect_ids": False,
+}
+
+
 def _parse_bounded(data: bytes, limits: Limits) -> Element:
-    parser = etree.XMLPullParser(
-        events=("start", "end", "start-ns"),
-        encoding="utf-8",
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        dtd_validation=False,
-        attribute_defaults=False,
-        huge_tree=False,
-        collect_ids=False,
-    )
+    root = _parse_small(data, limits)
+    return root if root is not None else _parse_streaming(data, limits)
+
+
+def _parse_small(data: bytes, limits: Limits) -> Element | None:
+    """One-chunk envelopes (all of Windows'): the same parse without a Python call per event.
+
+    The streaming path feeds such a document in one piece too, so the whole tree exists before
+    its first check either way. Byte counts bound the counts from above: every element needs a
+    `<` not followed by `/`, every attribute and namespace declaration a `=`; the depth, bounded
+    by the element count, is checked on the tree only when that bound exceeds it. Any refusal
+    is left to the streaming path, so that a bad document is refused with the same reason.
+    """
+    if len(data) > _CHUNK:
+        return None
+    elements = data.count(b"<") - data.count(b"</")
+    equals = data.count(b"=")
+    if (
+        elements > limits.max_elements
+        or equals > limits.max_attributes
+        or equals > limits.max_namespace_declarations
+    ):
+        return None
+    parser = etree.XMLParser(**_PARSER_OPTIONS)
+    try:
+        parser.feed(data)
+        root = parser.close()
+    except etree.LxmlError:
+        return None
+    if elements > limits.max_depth and _too_deep(limits.max_depth)(root):
+        return None
+    return root
+
+
+@functools.lru_cache(maxsize=8)
+def _too_deep(max_depth: int) -> Any:
+    """An XPath that is true when some element is nested deeper than `max_depth` (root: 1)."""
+    return etree.XPath("boolean(/*" + "/*" * max_depth + ")")
+
+
+def _parse_streaming(data: bytes, limits: Limits) -> Element:
+    parser = etree.XMLPullParser(events=("start", "end", "start-ns"), **_PARSER_OPTIONS)
     counter = _Counter(limits)
     try:
         for start in range(0, len(data), _CHUNK):
@@ -148,18 +193,20 @@ class Children:
     refused, children in other namespaces and unknown ones are ignored.
     """
 
-    def __init__(self, parent: Element, namespace: str, known: tuple[str, ...]) -> None:
-        self._parent = split_tag(parent)[1]
+    __slots__ = ("_found", "_parent")
+
+    def __init__(self, parent: Element, namespace: str, known: Collection[str]) -> None:
+        self._parent = parent
         self._found: dict[str, Element] = {}
         for child in parent:
-            if not isinstance(child.tag, str):
+            tag = child.tag
+            if not isinstance(tag, str):
                 continue
-            child_namespace, local = split_tag(child)
-            key = ascii_lower(local)
+            child_namespace, key = matching_name(tag)
             if child_namespace != namespace or key not in known:
                 continue
             if key in self._found:
-                raise bad_request(f"<{local}> occurs twice in <{self._parent}>")
+                raise bad_request(f"<{split_tag(child)[1]}> occurs twice in <{split_tag(parent)[1]}>")
             self._found[key] = child
 
     def get(self, name: str) -> Element | None:
@@ -179,21 +226,42 @@ class Children:
     def required_text(self, name: str, strip: bool = True) -> str:
         text = self.text(name, strip)
         if text is None:
-            raise bad_request(f"mandatory <{name}> is missing from <{self._parent}>")
+            raise bad_request(f"mandatory <{name}> is missing from <{split_tag(self._parent)[1]}>")
         return text
 
 
 def split_tag(element: Element) -> tuple[str, str]:
-    """(namespace URI, local name) of an element; "" for no namespace.
+    """(namespace URI, local name) of an element; "" for no namespace."""
+    return _split_clark(element.tag)
 
-    Split at the last `}`: a namespace URI may contain one (libxml2 does not check), a local
-    name cannot, and lxml's QName refuses such tags.
-    """
-    tag: str = element.tag
+
+def _split_clark(tag: str) -> tuple[str, str]:
+    """Split at the last `}`: a namespace URI may contain one (libxml2 does not check), a local
+    name cannot, and lxml's QName refuses such tags."""
     if not tag.startswith("{"):
         return "", tag
     namespace, _, local = tag[1:].rpartition("}")
     return namespace, local
+
+
+def matching_name(tag: str) -> tuple[str, str]:
+    """(namespace URI, local name in ASCII lower case) of a Clark tag: what elements match on.
+
+    The few spellings senders use repeat in every envelope, so they are remembered; a bounded
+    cache of short tags keeps hostile names from costing memory.
+    """
+    if len(tag) > _MAX_REMEMBERED_TAG:
+        return _matching_name(tag)
+    return _remembered_name(tag)
+
+
+def _matching_name(tag: str) -> tuple[str, str]:
+    namespace, local = _split_clark(tag)
+    return namespace, ascii_lower(local)
+
+
+_MAX_REMEMBERED_TAG = 200
+_remembered_name = functools.lru_cache(maxsize=1024)(_matching_name)
 
 
 def ascii_lower(name: str) -> str:

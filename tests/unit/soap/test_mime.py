@@ -8,7 +8,15 @@ from hypothesis import strategies as st
 
 from soap.errors import SrmpError
 from soap.limits import Limits
-from soap.mime import MimePart, boundary_of, parse_content_type, split_multipart, strip_angle_brackets
+from soap.mime import (
+    MimePart,
+    _any_parameters,
+    _simple_parameters,
+    boundary_of,
+    parse_content_type,
+    split_multipart,
+    strip_angle_brackets,
+)
 
 WINDOWS = 'multipart/related; boundary="MSMQ - SOAP boundary, 17311"; type=text/xml'
 B = b"MSMQ - SOAP boundary, 17311"
@@ -50,6 +58,27 @@ def test_quoted_strings_honour_escapes_and_separators() -> None:
     assert content_type.parameters == {"charset": "utf-8", "x": 'a;b"c'}
     assert content_type.charset == "utf-8"
     assert parse_content_type("TEXT/XML").media_type == "text/xml"
+
+
+PARAMETER_PIECES = [";", " ", "\t", "\r\n", "=", '"', "\\", "x", "X", "boundary", "a b, c", "é", "-"]
+
+
+@given(st.lists(st.sampled_from(PARAMETER_PIECES), max_size=16).map("".join))
+def test_the_quick_parameter_reader_reads_like_the_full_one(text: str) -> None:
+    """Whatever `_simple_parameters` reads, the full reader reads the same (the rest it leaves)."""
+    simple = _simple_parameters(text)
+    if simple is not None:
+        assert _any_parameters(text, text) == simple
+
+
+def test_the_quick_parameter_reader_takes_what_senders_write() -> None:
+    assert _simple_parameters(WINDOWS.partition(";")[2]) == {
+        "boundary": "MSMQ - SOAP boundary, 17311",
+        "type": "text/xml",
+    }
+    assert _simple_parameters(" charset=UTF-8") == {"charset": "UTF-8"}
+    assert _simple_parameters(r' x="a\"b"') is None
+    assert _simple_parameters(" x=1; X=2") is None
 
 
 @pytest.mark.parametrize(
