@@ -33,7 +33,7 @@ async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
 async def test_the_sqlite_engine_hands_out_one_trip_connections(engine: AsyncEngine) -> None:
     async with engine.connect() as connection:
         raw = await connection.get_raw_connection()
-        assert type(raw.dbapi_connection) is OneTripConnection
+        assert isinstance(raw.dbapi_connection, OneTripConnection)
 
 
 async def test_rows_counts_and_inserted_ids_are_those_sqlite_gives(engine: AsyncEngine) -> None:
