@@ -41,18 +41,12 @@ class Consequences:
         self._now = now
 
     async def removed(
-        self,
-        gone: Sequence[Mapping[Any, Any]],
-        reason: Reason | None,
-        known: QueueFacts | None = None,
-        counted: bool = False,
+        self, gone: Sequence[Mapping[Any, Any]], reason: Reason | None, known: QueueFacts | None = None
     ) -> None:
-        """Rows just deleted from `messages`: subtract them (unless the statement that deleted
-        them did: `counted`), then place what their removal earns."""
+        """Rows just deleted from `messages`: subtract them, then place what their removal earns."""
         if not gone:
             return
-        if not counted:
-            await add_to_totals(self._connection, gone, sign=-1)
+        await add_to_totals(self._connection, gone, sign=-1)
         if reason is not None:
             await self.follow(gone, reason, known)
 

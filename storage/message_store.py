@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -256,7 +256,7 @@ class MessageStore(StreamStore):
             taken = await self._delete_first(connection, queue.id, queue.path.key, limit, now)
             if taken:
                 known = {queue.id: (queue.path, queue.settings.journal)}
-                await self._received(connection, taken, now, known)
+                await Consequences(self, connection, now).removed(taken, Reason.RECEIVED, known)
         return [rows.message_from_row(row) for row in taken]
 
     async def _receive_batch(
@@ -303,7 +303,7 @@ class MessageStore(StreamStore):
                     answers[index] = rows.message_from_row(row)
                 gone.extend(found)
             await self._answer_missing(connection, unanswered, answers)
-            await self._received(connection, gone, now, known)
+            await Consequences(self, connection, now).removed(gone, Reason.RECEIVED, known)
             if any(request.abandoned for request in requests):
                 raise _CallerWentAway  # roll back: the batch runs again without that caller
         return answers
@@ -328,24 +328,12 @@ class MessageStore(StreamStore):
                 for index in indexes:
                     answers[index] = missing
 
-    async def _received(
-        self,
-        connection: AsyncConnection,
-        taken: Sequence[Mapping[Any, Any]],
-        now: datetime,
-        known: dict[int, tuple[QueuePath, bool]],
-    ) -> None:
-        """What follows messages taken by _delete_first: their queues' totals (on PostgreSQL
-        its statement subtracted them), then journal copies and acknowledgments."""
-        counted = not self._sqlite
-        await Consequences(self, connection, now).removed(taken, Reason.RECEIVED, known, counted)
-
     async def _delete_first(
         self, connection: AsyncConnection, queue_id: int, key: str, limit: int, now: datetime
     ) -> list[Any]:
         """Delete the first `limit` available messages of the queue with this ID and path key (none
         if the ID names no queue of that key now); return their rows in queue order, with the
-        queue's journaling (statements.QUEUE_JOURNAL). Follow with _received."""
+        queue's journaling (statements.QUEUE_JOURNAL)."""
         statement = statements.TAKE_FIRST_SQLITE if self._sqlite else statements.TAKE_FIRST_POSTGRESQL
         values = statements.available_values(queue_id, rows.to_us(now)) | {"key": key, "limit": limit}
         found = (await connection.execute(statement, values)).mappings().all()

@@ -228,24 +228,11 @@ def _take_first(pinned: bool) -> ReturningDelete[Any]:
     return sa.delete(messages).where(m.lookup_id.in_(first)).returning(*messages.c, journal)
 
 
-def _with_totals(take: ReturningDelete[Any]) -> sa.Select[Any]:
-    """PostgreSQL: `take` and the subtraction of what it took from its queue's totals, in one
-    statement (message rows first, then the queue's row, as every removal locks them)."""
-    gone = take.cte("gone")
-    number = sa.select(sa.func.count()).select_from(gone).scalar_subquery()
-    size = sa.select(sa.func.coalesce(sa.func.sum(gone.c.body_size), 0)).scalar_subquery()
-    totals = (
-        sa.update(queues)
-        .where(q.id == sa.bindparam("queue", type_=sa.Integer), sa.exists(sa.select(gone.c.lookup_id)))
-        .values(message_count=q.message_count - number, byte_count=q.byte_count - size)
-        .cte("totals")
-    )
-    return sa.select(gone).add_cte(totals)
-
-
-TAKE_FIRST_POSTGRESQL = _with_totals(_take_first(pinned=True))
+TAKE_FIRST_POSTGRESQL = _take_first(pinned=True)
 """Delete the first `:limit` available messages (available_values) of the queue `:queue` if its
-path key is still `:key`, and subtract them from its totals; return their rows and the
-queue's journaling. One statement: the queue's check, the claim and the totals."""
+path key is still `:key`; return their rows and the queue's journaling. One statement: the
+queue's check and the claim. It locks message rows only: the queues' totals are changed
+afterwards, every queue row of the transaction locked in ascending ID order as sends lock
+them (tests/contract/test_lock_order.py)."""
 TAKE_FIRST_SQLITE = _take_first(pinned=False)
-"""TAKE_FIRST_POSTGRESQL without the totals (SQLite has no DELETE in a WITH clause)."""
+"""TAKE_FIRST_POSTGRESQL without pinning the queue in the plan."""
