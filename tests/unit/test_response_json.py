@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -80,3 +82,42 @@ def test_a_sent_message_is_written_as_sent_out_writes_it(transaction: str | None
         transaction=transaction,
     )
     assert to_json(sent_fields(sent, "private$/orders", transaction)) == model.model_dump_json().encode()
+
+
+def test_each_field_of_a_message_comes_from_its_own_property() -> None:
+    """Written out field by field, independently of message_fields and MessageOut.of (which is
+    built from it), so that a field mapped from the wrong property fails here."""
+    sent = MESSAGES[1]
+    written = json.loads(to_json(message_fields(sent, "private$/orders")))
+    assert written == {
+        "lookup_id": str((1 << 63) + 5),
+        "message_id": "{d84f250c-4160-4521-860d-5b861b201341}\\12",
+        "queue": "private$/orders",
+        "label": "l\u00e4bel \x7f",
+        "body": 'h\u00e9llo \u2028 \x01 "q" \\ \U0001f600',
+        "body_base64": base64.b64encode('h\u00e9llo \u2028 \x01 "q" \\ \U0001f600'.encode()).decode(),
+        "body_size": len('h\u00e9llo \u2028 \x01 "q" \\ \U0001f600'.encode()),
+        "body_type": 0,
+        "priority": 3,
+        "message_class": int(MessageClass.ACK_RECEIVE),
+        "message_class_name": "MQMSG_CLASS_ACK_RECEIVE",
+        "correlation_id": base64.b64encode(bytes(range(20))).decode(),
+        "app_specific": (1 << 32) - 1,
+        "extension_base64": "AP8=",
+        "response_queue": "DIRECT=HTTP://gw01/msmq/private$/replies",
+        "admin_queue": "DIRECT=HTTP://gw01/msmq/private$/admin",
+        "acknowledge": 15,
+        "journal": 2,
+        "delivery": "express",
+        "time_to_be_received": 30,
+        "time_to_reach_queue": 7,
+        "sent_time": "2026-11-23T06:04:43.981158Z",
+        "arrived_time": "2026-11-23T06:04:43.981165Z",
+        "source_machine": "d84f250c-4160-4521-860d-5b861b201341",
+        "first_in_transaction": True,
+        "last_in_transaction": False,
+        "abort_count": 2,
+        "destination_queue": "private$/orders",
+        "lock_tag": None,
+        "lock_expires_at": None,
+    }
