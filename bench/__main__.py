@@ -89,6 +89,7 @@ async def peer(profile: Profile) -> Row:
 async def main(arguments: argparse.Namespace) -> int:
     profile = QUICK if arguments.quick else FULL
     started = datetime.now(UTC)
+    at_start = machine()  # the load average before the run, not after it
     rows: list[Row] = [await null_baseline(profile.prepared, profile.seconds)]
     stores = arguments.stores.split(",")
     for kind in stores:
@@ -107,7 +108,7 @@ async def main(arguments: argparse.Namespace) -> int:
         "profile": profile.name,
         "started": started.isoformat(timespec="seconds"),
         "minutes": round((datetime.now(UTC) - started).total_seconds() / 60, 1),
-        "machine": machine() | {"load_average_at_end": os.getloadavg()},
+        "machine": at_start | {"load_average_at_end": os.getloadavg()},
         "rows": rows,
         "targets": targets(rows),
     }
