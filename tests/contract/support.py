@@ -9,7 +9,7 @@ import pytest
 
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
-from qm.model import Message, MessageProperties, QueueSettings
+from qm.model import Message, MessageProperties, NewMessage, QueueSettings
 from storage.wakeups import LocalWakeUps
 from tests.observed_wakeups import ObservedWakeUps
 
@@ -35,6 +35,25 @@ async def send_bodies(
     manager: QueueManager, path: str, bodies: Iterable[bytes], priority: int = 3
 ) -> list[Message]:
     return [await manager.send(path, MessageProperties(body=body, priority=priority)) for body in bodies]
+
+
+def store_message(
+    manager: QueueManager, queue_id: int, properties: MessageProperties, duplicate_key: str | None = None
+) -> NewMessage:
+    """A message as the queue manager hands it to the store now, for tests that enqueue
+    through the store directly (batches, concurrent batches)."""
+    now = manager.clock.now()
+    return NewMessage(
+        queue_id=queue_id,
+        properties=properties,
+        message_id="",
+        sent_time=now,
+        arrived_time=now,
+        source_machine=manager.guid,
+        ttbr_deadline=None,
+        ttrq_deadline=None,
+        duplicate_key=duplicate_key,
+    )
 
 
 def bodies_of(messages: Iterable[Message | None]) -> list[bytes]:

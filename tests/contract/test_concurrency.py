@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 
 from qm.manager import QueueManager
-from qm.model import Message, MessageProperties, NewMessage, QueueSettings
+from qm.model import Message, MessageProperties, QueueSettings
 from qm.reading import QueueReader
 from qm.store import EnqueueOutcome
-from tests.contract.support import counts, new_queue
+from tests.contract.support import counts, new_queue, store_message
 
 pytestmark = pytest.mark.anyio
 
@@ -26,18 +26,10 @@ HANG_LIMIT_S = 300.0
 async def _fill(manager: QueueManager, total: int) -> None:
     """Insert `total` messages, numbered by body, through the store in large batches."""
     queue = await manager.get_queue(PATH)
-    now = manager.clock.now()
     for start in range(0, total, BATCH):
         batch = [
-            NewMessage(
-                queue_id=queue.id,
-                properties=MessageProperties(body=str(number).encode(), priority=number % 8),
-                message_id="",
-                sent_time=now,
-                arrived_time=now,
-                source_machine=manager.guid,
-                ttbr_deadline=None,
-                ttrq_deadline=None,
+            store_message(
+                manager, queue.id, MessageProperties(body=str(number).encode(), priority=number % 8)
             )
             for number in range(start, min(start + BATCH, total))
         ]

@@ -21,7 +21,7 @@ from storage.engine import make_engine
 from storage.message_store import EnqueueRequest
 from storage.store import SqlStore
 from storage.tables import messages, received_message_ids
-from tests.contract.support import WAIT_LIMIT_S, bodies_of, counts, new_queue
+from tests.contract.support import WAIT_LIMIT_S, bodies_of, counts, new_queue, store_message
 
 pytestmark = pytest.mark.anyio
 
@@ -38,18 +38,7 @@ def _store(manager: QueueManager) -> SqlStore:
 def _message(
     manager: QueueManager, queue_id: int, number: int, duplicate_key: str | None = None
 ) -> NewMessage:
-    now = manager.clock.now()
-    return NewMessage(
-        queue_id=queue_id,
-        properties=MessageProperties(body=str(number).encode()),
-        message_id="",
-        sent_time=now,
-        arrived_time=now,
-        source_machine=manager.guid,
-        ttbr_deadline=None,
-        ttrq_deadline=None,
-        duplicate_key=duplicate_key,
-    )
+    return store_message(manager, queue_id, MessageProperties(body=str(number).encode()), duplicate_key)
 
 
 async def test_concurrent_enqueues_are_written_by_one_commit(

@@ -13,26 +13,14 @@ import sqlalchemy as sa
 
 from qm.clock import SettableClock
 from qm.manager import QueueManager
-from qm.model import Message, MessageProperties, NewMessage, QueueSettings
+from qm.model import Message, MessageProperties, QueueSettings
 from storage.message_store import ReceiveRequest
 from storage.store import SqlStore
-from tests.contract.support import WAIT_LIMIT_S
+from tests.contract.support import WAIT_LIMIT_S, store_message
 
 pytestmark = pytest.mark.anyio
 
-
-def _new_message(queue_id: int, manager: QueueManager, clock: SettableClock) -> NewMessage:
-    now = clock.now()
-    return NewMessage(
-        queue_id=queue_id,
-        properties=MessageProperties(body=b"concurrent"),
-        message_id="",
-        sent_time=now,
-        arrived_time=now,
-        source_machine=manager.guid,
-        ttbr_deadline=None,
-        ttrq_deadline=None,
-    )
+CONCURRENT = MessageProperties(body=b"concurrent")
 
 
 def _transactions_waiting_for_a_lock(database_url: str) -> int:
@@ -78,7 +66,7 @@ async def test_a_receive_batch_and_a_send_batch_over_two_queues_do_not_deadlock(
     )
     await claimed_one.wait()
     sending = asyncio.create_task(
-        store.enqueue([_new_message(first.id, manager, clock), _new_message(second.id, manager, clock)])
+        store.enqueue([store_message(manager, queue.id, CONCURRENT) for queue in (first, second)])
     )
     with anyio.fail_after(WAIT_LIMIT_S):  # until the send is done, or waits for a row the receive holds
         while not sending.done():

@@ -19,7 +19,7 @@ from qm.store import Seek
 from storage.engine import make_engine
 from storage.store import SqlStore
 from storage.wakeups import LocalWakeUps
-from tests.contract.support import bodies_of, counts, mq_error, new_queue
+from tests.contract.support import bodies_of, counts, mq_error, new_queue, store_message
 from tests.contract.timer_support import (
     DEADLETTER,
     DEADXACT,
@@ -287,20 +287,7 @@ async def test_one_pass_expires_a_message_deep_inside_a_big_queue(
 
 async def _bulk(manager: QueueManager, queue_id: int, number: int, body: bytes) -> None:
     """Store many messages in one transaction (a send each would take minutes on SQLite)."""
-    now = manager.clock.now()
-    batch = [
-        NewMessage(
-            queue_id=queue_id,
-            properties=MessageProperties(body=body),
-            message_id="",
-            sent_time=now,
-            arrived_time=now,
-            source_machine=manager.guid,
-            ttbr_deadline=None,
-            ttrq_deadline=None,
-        )
-        for _ in range(number)
-    ]
+    batch = [store_message(manager, queue_id, MessageProperties(body=body)) for _ in range(number)]
     await manager.store.enqueue(batch)
 
 
