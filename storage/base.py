@@ -57,6 +57,10 @@ class StoreBase:
         self._policy: DisposalPolicy | None = None
         self._wakeups: WakeUps | None = None
         self._fence = CommitFence()
+        self._looked_empty: set[int] = set()
+        """Queues whose last plain receive here found nothing (MessageStore.take reads before it
+        claims from these); a queue leaves the set when this process makes a message available
+        there."""
 
     def attach(self, policy: DisposalPolicy, wakeups: WakeUps) -> None:
         self._policy = policy
@@ -86,6 +90,8 @@ class StoreBase:
                 await connection.exec_driver_sql("SET LOCAL synchronous_commit = off")
             connection.info["changed_queues"] = changed
             yield connection
+        if changed:
+            self._looked_empty.difference_update(changed)
         if changed and self._wakeups is not None:
             self._wakeups.signal(changed.elements())
 

@@ -5,35 +5,19 @@ correctly."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
-from qm.clock import SettableClock
-from qm.config import ManagerConfig
 from qm.errors import MqError, MqErrorCode
 from qm.manager import SINGLE_MESSAGE_TRANSACTION, QueueManager
 from qm.model import Message, MessageProperties, QueueChanges, QueueSettings
 from qm.reading import QueueReader
-from storage.engine import make_engine
-from storage.store import SqlStore
-from storage.wakeups import LocalWakeUps
 from tests.contract.support import bodies_of, counts, mq_error, new_queue
 
 pytestmark = pytest.mark.anyio
 
 PATH = "private$/orders"
 OTHER = "private$/invoices"
-
-
-@pytest.fixture
-async def other_process(database_url: str, clock: SettableClock) -> AsyncIterator[QueueManager]:
-    """A second queue manager on the same database, as another gateway process would be."""
-    store = SqlStore(make_engine(database_url))
-    other = QueueManager(store, LocalWakeUps(poll_interval=0.5), clock, ManagerConfig())
-    await other.start()
-    yield other
-    await store.close()
 
 
 async def _send(manager: QueueManager, path: str, body: bytes) -> None:

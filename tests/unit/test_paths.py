@@ -115,3 +115,13 @@ def test_illegal_paths(text: str) -> None:
     with pytest.raises(MqError) as caught:
         parse_queue_path(text)
     assert caught.value.code is MqErrorCode.MQ_ERROR_ILLEGAL_QUEUE_PATHNAME
+
+
+def test_a_refused_name_is_refused_every_time_and_a_parsed_one_is_the_same_each_time() -> None:
+    for _ in range(2):  # parsing is remembered per text: a refusal must not be
+        with pytest.raises(MqError) as caught:
+            parse_queue_path("private$/a;b")
+        assert caught.value.code is MqErrorCode.MQ_ERROR_ILLEGAL_QUEUE_PATHNAME
+    assert parse_queue_path("private$/Orders") == parse_queue_path("private$/Orders")
+    assert parse_queue_path("private$/Orders;journal").journal
+    assert not parse_queue_path("private$/Orders").journal

@@ -1,0 +1,101 @@
+"""A plain receive that follows one that found its queue empty reads before it claims: no
+write transaction while the queue stays empty, and still every message, expiry and deleted
+queue seen as the claim would see them, whichever process changed the queue."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from qm.clock import SettableClock
+from qm.errors import MqErrorCode
+from qm.manager import QueueManager
+from qm.model import MessageProperties
+from qm.reading import QueueReader
+from storage.store import SqlStore
+from tests.contract.support import bodies_of, mq_error, new_queue
+
+pytestmark = pytest.mark.anyio
+
+PATH = "private$/orders"
+
+
+@contextmanager
+def statements_run(manager: QueueManager) -> Iterator[Counter[str]]:
+    """The first word of each statement the manager's store runs in the block."""
+    store = manager.store
+    assert isinstance(store, SqlStore)
+    engine = store.engine.sync_engine
+    seen: Counter[str] = Counter()
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen[statement.split(None, 1)[0].upper()] += 1
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+
+
+async def test_a_queue_found_empty_is_read_not_claimed_until_a_message_is_there(
+    manager: QueueManager, reader: QueueReader
+) -> None:
+    await new_queue(manager, PATH)
+    assert await reader.receive(PATH, 0) is None
+    with statements_run(manager) as seen:
+        assert await reader.receive(PATH, 0) is None
+    assert seen["DELETE"] == 0 and seen["SELECT"] == 1, seen
+    await manager.send(PATH, MessageProperties(body=b"arrived"))
+    with statements_run(manager) as seen:
+        assert bodies_of([await reader.receive(PATH, 0)]) == [b"arrived"]
+    assert seen["DELETE"] == 1, seen
+
+
+async def test_a_message_another_process_sent_after_an_empty_receive_is_received(
+    manager: QueueManager, reader: QueueReader, other_process: QueueManager
+) -> None:
+    await new_queue(manager, PATH)
+    assert await reader.receive(PATH, 0) is None
+    await other_process.send(PATH, MessageProperties(body=b"from elsewhere"))
+    assert bodies_of([await reader.receive(PATH, 0)]) == [b"from elsewhere"]
+    assert await reader.receive(PATH, 0) is None
+
+
+async def test_a_message_past_its_time_to_be_received_does_not_count_as_there(
+    manager: QueueManager, reader: QueueReader, clock: SettableClock
+) -> None:
+    await new_queue(manager, PATH)
+    assert await reader.receive(PATH, 0) is None
+    await manager.send(PATH, MessageProperties(body=b"late", time_to_be_received=1))
+    clock.advance(2)
+    assert await reader.receive(PATH, 0) is None  # claims: the send made the queue non-empty
+    with statements_run(manager) as seen:
+        assert await reader.receive(PATH, 0) is None
+    assert seen["DELETE"] == 0, seen
+
+
+async def test_a_queue_deleted_elsewhere_after_an_empty_receive_is_not_found(
+    manager: QueueManager, reader: QueueReader, other_process: QueueManager
+) -> None:
+    await new_queue(manager, PATH)
+    assert await reader.receive(PATH, 0) is None
+    await other_process.delete_queue(PATH)
+    with mq_error(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND):
+        await reader.receive(PATH, 0)
+
+
+async def test_a_queue_recreated_elsewhere_after_an_empty_receive_gives_its_messages(
+    manager: QueueManager, reader: QueueReader, other_process: QueueManager
+) -> None:
+    await new_queue(manager, PATH)
+    assert await reader.receive(PATH, 0) is None
+    await other_process.delete_queue(PATH)
+    await new_queue(other_process, PATH)
+    await other_process.send(PATH, MessageProperties(body=b"in the new queue"))
+    assert bodies_of([await reader.receive(PATH, 0)]) == [b"in the new queue"]
