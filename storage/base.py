@@ -95,6 +95,18 @@ class StoreBase:
         if changed and self._wakeups is not None:
             self._wakeups.signal(changed.elements())
 
+    @asynccontextmanager
+    async def _reading(self) -> AsyncIterator[AsyncConnection]:
+        """A connection for one read statement outside any transaction. On PostgreSQL in
+        autocommit: the statement is its own transaction, which saves the BEGIN and ROLLBACK
+        round trips (about 100 µs of CPU each read). Not for several statements that must
+        see one snapshot."""
+        async with self.engine.connect() as connection:
+            if self._sqlite:
+                yield connection
+            else:
+                yield await connection.execution_options(isolation_level="AUTOCOMMIT")
+
     @staticmethod
     def changed(connection: AsyncConnection, queue_ids: Iterable[int]) -> None:
         """Note queues that gained available messages (a queue ID per message), to wake their
@@ -151,7 +163,7 @@ class StoreBase:
 
     async def arrived_since(self, queue_id: int, counter: int) -> frozenset[int]:
         values = statements.arrived_after_values(counter) | {"queue": queue_id}
-        async with self.engine.connect() as connection:
+        async with self._reading() as connection:
             return frozenset((await connection.execute(_ARRIVED_SINCE, values)).scalars())
 
     async def _room(

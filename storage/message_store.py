@@ -228,13 +228,13 @@ class MessageStore(StreamStore):
     async def peek(self, queue_id: int, selector: Selector, now: datetime) -> Message | None:
         statement = _peek(statements.TargetShape.of(selector, lock_rows=False))
         values = statements.target_values(queue_id, selector, rows.to_us(now))
-        async with self.engine.connect() as connection:
+        async with self._reading() as connection:
             row = (await connection.execute(statement, values)).mappings().first()
         return None if row is None else rows.message_from_row(row)
 
     async def browse(self, queue_id: int, after: int, limit: int, now: datetime) -> list[Message]:
         values = statements.available_values(queue_id, rows.to_us(now)) | {"after": after, "limit": limit}
-        async with self.engine.connect() as connection:
+        async with self._reading() as connection:
             found = (await connection.execute(_BROWSE, values)).mappings().all()
         return [rows.message_from_row(row) for row in found]
 
@@ -270,7 +270,7 @@ class MessageStore(StreamStore):
         """Whether the queue has a message to receive now; MQ_ERROR_QUEUE_NOT_FOUND when its ID
         no longer names a queue with its path (as the claim would answer)."""
         values = statements.available_values(queue.id, rows.to_us(now))
-        async with self.engine.connect() as connection:
+        async with self._reading() as connection:
             row = (await connection.execute(statements.QUEUE_LOOKED_AT, values)).first()
         if row is None or row.path_key != queue.path.key:
             raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")
@@ -369,7 +369,7 @@ class MessageStore(StreamStore):
         statement = sa.select(m.state, m.ttbr_deadline).where(
             m.lookup_id == lookup_id, m.queue_id == queue_id
         )
-        async with self.engine.connect() as connection:
+        async with self._reading() as connection:
             row = (await connection.execute(statement)).first()
         if row is None:
             return PositionState.MISSING

@@ -137,7 +137,7 @@ class QueueStore(StoreBase):
         return await self._one_queue(_QUEUE_BY_ID, queue_id)
 
     async def _one_queue(self, statement: sa.Select[Any], wanted: str | int) -> Queue | None:
-        async with self.engine.connect() as connection:
+        async with self._reading() as connection:
             row = (await connection.execute(statement, {"wanted": wanted})).mappings().first()
         return None if row is None else rows.queue_from_row(row, row["journal_queue_id"])
 
