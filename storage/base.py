@@ -57,10 +57,11 @@ class StoreBase:
         self._policy: DisposalPolicy | None = None
         self._wakeups: WakeUps | None = None
         self._fence = CommitFence()
-        self._looked_empty: set[int] = set()
-        """Queues whose last plain receive here found nothing (MessageStore.take reads before it
-        claims from these); a queue leaves the set when this process makes a message available
-        there."""
+        self._expected: dict[int, int] = {}
+        """Per queue ID, how many messages this process expects to be available there: what it
+        made available, less what it received, and what it last counted (MessageStore.take
+        counts before it claims where it expects none). A hint that saves work, never trusted
+        for an answer."""
 
     def attach(self, policy: DisposalPolicy, wakeups: WakeUps) -> None:
         self._policy = policy
@@ -90,8 +91,8 @@ class StoreBase:
                 await connection.exec_driver_sql("SET LOCAL synchronous_commit = off")
             connection.info["changed_queues"] = changed
             yield connection
-        if changed:
-            self._looked_empty.difference_update(changed)
+        for queue_id, count in changed.items():
+            self._expected[queue_id] = self._expected.get(queue_id, 0) + count
         if changed and self._wakeups is not None:
             self._wakeups.signal(changed.elements())
 

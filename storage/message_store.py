@@ -251,30 +251,35 @@ class MessageStore(StreamStore):
         return None if row is None else rows.message_from_row(row)
 
     async def _receive_first(self, queue: Queue, now: datetime) -> Message | None:
-        """A plain receive of the queue's first message (group receive). Where the last one here
-        found the queue empty, one read first: a long-polling receiver's first try after its
+        """A plain receive of the queue's first message (group receive). Where this process
+        expects no message there, a count first: a long-polling receiver's first try after its
         previous message usually finds nothing, and the claim's write transaction would cost
         four round trips (on SQLite, the write lock) for it."""
-        if queue.id in self._looked_empty and not await self._has_available(queue, now):
-            return None
+        expected = self._expected.get(queue.id, 0)
+        if expected <= 0:
+            expected = await self._count_available(queue, now)
+            if expected == 0:
+                self._expect(queue.id, 0)
+                return None
         message = await self.receive_group.submit(ReceiveRequest(queue, now))
-        if message is None:
-            if len(self._looked_empty) >= MAX_LOOKED_EMPTY:
-                self._looked_empty.clear()  # a hint only: forgetting costs one claim per queue
-            self._looked_empty.add(queue.id)
-        else:
-            self._looked_empty.discard(queue.id)
+        self._expect(queue.id, 0 if message is None else expected - 1)
         return message
 
-    async def _has_available(self, queue: Queue, now: datetime) -> bool:
-        """Whether the queue has a message to receive now; MQ_ERROR_QUEUE_NOT_FOUND when its ID
-        no longer names a queue with its path (as the claim would answer)."""
+    def _expect(self, queue_id: int, count: int) -> None:
+        if len(self._expected) >= MAX_EXPECTED and queue_id not in self._expected:
+            self._expected.clear()  # a hint only: forgetting costs one count per queue
+        self._expected[queue_id] = count
+
+    async def _count_available(self, queue: Queue, now: datetime) -> int:
+        """How many messages the queue has to receive now, up to statements.COUNT_AT_MOST;
+        MQ_ERROR_QUEUE_NOT_FOUND when its ID no longer names a queue with its path (as the
+        claim would answer)."""
         values = statements.available_values(queue.id, rows.to_us(now))
         async with self._reading() as connection:
             row = (await connection.execute(statements.QUEUE_LOOKED_AT, values)).first()
         if row is None or row.path_key != queue.path.key:
             raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")
-        return bool(row.has_available)
+        return int(row.available)
 
     async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
         """Receive up to `limit` available messages in queue order with one DELETE statement."""
@@ -403,8 +408,8 @@ class MessageStore(StreamStore):
             return PositionState.LOCKED, row["queue_id"]
 
 
-MAX_LOOKED_EMPTY = 65536
-"""Queues remembered as found empty, at most."""
+MAX_EXPECTED = 65536
+"""Queues with an expected count (StoreBase._expected), at most."""
 
 
 class _CallerWentAway(Exception):

@@ -207,11 +207,14 @@ FORGET = sa.delete(received_message_ids).where(
 QUEUE_KEYS = sa.select(q.id, q.path_key).where(q.id.in_(sa.bindparam("queue_ids", expanding=True)))
 """The path keys of the queues `:queue_ids` as they are now."""
 
-QUEUE_LOOKED_AT = sa.select(q.path_key, sa.exists().where(available()).label("has_available")).where(
-    q.id == sa.bindparam("queue", type_=sa.Integer)
-)
-"""The queue `:queue`'s path key now, and whether it has a message available (available_values):
-one read, no lock, no write transaction."""
+COUNT_AT_MOST = 64
+
+_SOME_AVAILABLE = sa.select(m.lookup_id).where(available()).limit(COUNT_AT_MOST).subquery()
+QUEUE_LOOKED_AT = sa.select(
+    q.path_key, sa.select(sa.func.count()).select_from(_SOME_AVAILABLE).scalar_subquery().label("available")
+).where(q.id == sa.bindparam("queue", type_=sa.Integer))
+"""The queue `:queue`'s path key now, and how many messages it has available
+(available_values), counted up to COUNT_AT_MOST: one read, no lock, no write transaction."""
 
 QUEUE_JOURNAL = "queue_journal"
 """TAKE_FIRST's column for its queue's journaling, as it is now."""

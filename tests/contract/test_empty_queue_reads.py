@@ -35,6 +35,7 @@ def statements_run(manager: QueueManager) -> Iterator[Counter[str]]:
 
     def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         seen[statement.split(None, 1)[0].upper()] += 1
+        seen["counts"] += "count(" in statement.lower()
 
     event.listen(engine, "before_cursor_execute", count)
     try:
@@ -50,7 +51,7 @@ async def test_a_queue_found_empty_is_read_not_claimed_until_a_message_is_there(
     assert await reader.receive(PATH, 0) is None
     with statements_run(manager) as seen:
         assert await reader.receive(PATH, 0) is None
-    assert seen["DELETE"] == 0 and seen["SELECT"] == 1, seen
+    assert seen["DELETE"] == 0 and seen["SELECT"] == seen["counts"] == 1, seen
     await manager.send(PATH, MessageProperties(body=b"arrived"))
     with statements_run(manager) as seen:
         assert bodies_of([await reader.receive(PATH, 0)]) == [b"arrived"]
@@ -99,3 +100,18 @@ async def test_a_queue_recreated_elsewhere_after_an_empty_receive_gives_its_mess
     await new_queue(other_process, PATH)
     await other_process.send(PATH, MessageProperties(body=b"in the new queue"))
     assert bodies_of([await reader.receive(PATH, 0)]) == [b"in the new queue"]
+
+
+async def test_messages_another_process_sent_are_counted_once_then_claimed_without_counting(
+    manager: QueueManager, reader: QueueReader, other_process: QueueManager
+) -> None:
+    await new_queue(manager, PATH)
+    for body in (b"1", b"2", b"3"):
+        await other_process.send(PATH, MessageProperties(body=body))
+    with statements_run(manager) as seen:
+        received = [await reader.receive(PATH, 0) for _ in range(3)]
+    assert bodies_of(received) == [b"1", b"2", b"3"]
+    assert seen["counts"] == 1 and seen["DELETE"] == 3, seen
+    with statements_run(manager) as seen:
+        assert await reader.receive(PATH, 0) is None
+    assert seen["counts"] == 1 and seen["DELETE"] == 0, seen
