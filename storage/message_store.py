@@ -275,8 +275,11 @@ class MessageStore(StreamStore):
         MQ_ERROR_QUEUE_NOT_FOUND when its ID no longer names a queue with its path (as the
         claim would answer)."""
         values = statements.available_values(queue.id, rows.to_us(now))
+        statement = (
+            statements.QUEUE_LOOKED_AT_SQLITE if self._sqlite else statements.QUEUE_LOOKED_AT_POSTGRESQL
+        )
         async with self._reading() as connection:
-            row = (await connection.execute(statements.QUEUE_LOOKED_AT, values)).first()
+            row = (await connection.execute(statement, values)).first()
         if row is None or row.path_key != queue.path.key:
             raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")
         return int(row.available)

@@ -209,12 +209,23 @@ QUEUE_KEYS = sa.select(q.id, q.path_key).where(q.id.in_(sa.bindparam("queue_ids"
 
 COUNT_AT_MOST = 64
 
-_SOME_AVAILABLE = sa.select(m.lookup_id).where(available()).limit(COUNT_AT_MOST).subquery()
-QUEUE_LOOKED_AT = sa.select(
-    q.path_key, sa.select(sa.func.count()).select_from(_SOME_AVAILABLE).scalar_subquery().label("available")
-).where(q.id == sa.bindparam("queue", type_=sa.Integer))
+
+def _queue_looked_at(pinned: bool) -> sa.Select[Any]:
+    first = sa.select(m.lookup_id).where(available(pinned)).order_by(*queue_order(queue_first=pinned))
+    some = first.limit(COUNT_AT_MOST).subquery()
+    available_count = sa.select(sa.func.count()).select_from(some).scalar_subquery()
+    return sa.select(q.path_key, available_count.label("available")).where(
+        q.id == sa.bindparam("queue", type_=sa.Integer)
+    )
+
+
+QUEUE_LOOKED_AT_POSTGRESQL = _queue_looked_at(pinned=True)
 """The queue `:queue`'s path key now, and how many messages it has available
-(available_values), counted up to COUNT_AT_MOST: one read, no lock, no write transaction."""
+(available_values), counted up to COUNT_AT_MOST: one read, no lock, no write transaction.
+Pinned and in queue order, as the claim reads them (see available): PostgreSQL's generic
+plan otherwise scans the table, 200 ms behind 300,000 messages of another queue (EXPLAIN
+ANALYZE)."""
+QUEUE_LOOKED_AT_SQLITE = _queue_looked_at(pinned=False)
 
 QUEUE_JOURNAL = "queue_journal"
 """TAKE_FIRST's column for its queue's journaling, as it is now."""

@@ -1,0 +1,75 @@
+"""PostgreSQL plans of statements that read one queue's messages, as the server runs them once
+it caches a generic plan for a prepared statement (it may, after five executions, when that
+plan does not look dearer than the custom ones): they must read the queue's range of
+ix_messages_receive_order, even while another queue holds nearly every message of the table.
+A scan of the table there costs 200 ms and more per call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from qm.manager import QueueManager
+from qm.model import MessageProperties, QueueSettings
+from storage import statements
+from storage.store import SqlStore
+from storage.tables import messages
+from tests.contract.support import new_queue
+
+pytestmark = pytest.mark.anyio
+
+DEEP_QUEUE_MESSAGES = 20_000
+
+
+async def _fill_one_queue(connection: AsyncConnection) -> None:
+    """Copies of the one stored message under new lookup IDs, then fresh statistics."""
+    columns = [column.name for column in messages.c if column.name != "lookup_id"]
+    listed = ", ".join(columns)
+    await connection.exec_driver_sql(
+        f"INSERT INTO messages (lookup_id, {listed}) SELECT lookup_id + i, {listed} "
+        f"FROM messages, generate_series(1, {DEEP_QUEUE_MESSAGES}) AS i"
+    )
+    await connection.exec_driver_sql("ANALYZE messages")
+
+
+async def _generic_plan(
+    connection: AsyncConnection, statement: sa.Select[Any], values: dict[str, Any]
+) -> str:
+    """EXPLAIN of the statement's generic plan (PREPARE with every value a parameter)."""
+    compiled = statement.compile(dialect=connection.dialect)  # asyncpg's: $1, $2, ... in order
+    arguments = {**compiled.params, **values}
+    literals = ", ".join(_literal(arguments[name]) for name in compiled.positiontup or ())
+    await connection.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
+    await connection.exec_driver_sql(f"PREPARE looked_at AS {compiled}")
+    try:
+        plan = await connection.exec_driver_sql(f"EXPLAIN EXECUTE looked_at({literals})")
+        return "\n".join(row[0] for row in plan)
+    finally:
+        await connection.exec_driver_sql("DEALLOCATE looked_at")
+        await connection.exec_driver_sql("RESET plan_cache_mode")
+
+
+def _literal(value: object) -> str:
+    return f"'{value}'" if isinstance(value, str) else str(value)
+
+
+async def test_counting_a_small_queue_beside_a_deep_one_uses_the_queue_order_index(
+    manager: QueueManager, database_url: str
+) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("the plan cache is PostgreSQL's")
+    await new_queue(manager, "private$/deep")
+    small = await manager.create_queue("private$/small", QueueSettings())
+    await manager.send("private$/deep", MessageProperties(body=b"copied"))
+    store = manager.store
+    assert isinstance(store, SqlStore)
+    values = statements.available_values(small.id, 0)
+    async with store.engine.connect() as connection:
+        await _fill_one_queue(connection)
+        plan = await _generic_plan(connection, statements.QUEUE_LOOKED_AT_POSTGRESQL, values)
+        await connection.commit()
+    assert "ix_messages_receive_order" in plan, plan
+    assert "Seq Scan on messages" not in plan, plan
