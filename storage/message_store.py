@@ -245,7 +245,8 @@ class MessageStore(StreamStore):
         statement = _take(statements.TargetShape.of(selector, lock_rows=not self._sqlite), claim.kind)
         values = statements.target_values(queue.id, selector, rows.to_us(now)) | _hold(claim)
         async with self._transaction() as connection:
-            row = (await connection.execute(statement, values)).mappings().first()
+            found = await driver_sql.fetch(connection, statement, values)
+            row = found[0] if found else None
             if row is not None and claim.kind is ClaimKind.RECEIVE:
                 known = {queue.id: (queue.path, queue.settings.journal)}
                 await Consequences(self, connection, now).removed([row], Reason.RECEIVED, known)

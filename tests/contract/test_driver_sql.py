@@ -22,10 +22,13 @@ from qm.config import ManagerConfig
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueSettings
 from qm.reading import QueueReader
+from qm.store import Claim, ClaimKind, Seek, Selector
 from qm.wakeups import WakeUps
 from storage import driver_sql, rows, statements
 from storage.engine import make_engine
 from storage.errors import is_unavailable
+from storage.message_store import _hold, _take
+from storage.statements import TargetShape
 from storage.store import SqlStore
 from tests.contract.support import store_message
 
@@ -94,11 +97,22 @@ async def test_the_send_and_receive_statements_give_on_the_driver_what_they_give
         (statements.QUEUE_KEYS, {"queue_ids": [first, second, second + 100]}),
         (take, statements.available_values(first, now) | {"key": key, "limit": 2}),
         (take, statements.available_values(first, now) | {"key": "private$/other", "limit": 1}),
+        *_claims(store, first, now),
     ]
     for statement, values in cases:
         through_sqlalchemy, on_the_driver = await _both_ways(store, statement, values)
         assert on_the_driver == through_sqlalchemy
         assert through_sqlalchemy or values.get("key") == "private$/other"
+
+
+def _claims(store: SqlStore, queue_id: int, now: int) -> list[tuple[Any, dict[str, Any]]]:
+    """Claims of a selector's target (the first arrival that is not among known lookup IDs,
+    an IN list): a receive and a two-phase lock."""
+    selector = Selector(Seek.ARRIVED_AFTER, known=frozenset({1, 2}))
+    shape = TargetShape.of(selector, lock_rows=not store._sqlite)
+    values = statements.target_values(queue_id, selector, now)
+    lock = Claim(ClaimKind.LOCK, "tag", rows.from_us(now + 1_000_000))
+    return [(_take(shape, ClaimKind.RECEIVE), values), (_take(shape, ClaimKind.LOCK), values | _hold(lock))]
 
 
 async def test_counters_and_duplicate_keys_on_the_driver(store: SqlStore, manager: QueueManager) -> None:
