@@ -99,10 +99,11 @@ def _sqlite_engine(url: str) -> AsyncEngine:
         # readers begin deferred, so under WAL they read a snapshot without waiting for a
         # writer's commit (and its fsync).
         wanted = connection.info.pop(SYNCHRONOUS, "FULL")
+        begun_on_driver = connection.info.pop(BEGUN_ON_DRIVER, False)  # not left for the next one
         if connection.info.get(_SYNCHRONOUS_IN_FORCE, "FULL") != wanted:
             connection.exec_driver_sql(f"PRAGMA synchronous={wanted}")  # only outside a transaction
             connection.info[_SYNCHRONOUS_IN_FORCE] = wanted
-        if not connection.info.pop(BEGUN_ON_DRIVER, False):
+        if not begun_on_driver:
             connection.exec_driver_sql("BEGIN")
 
     return engine
