@@ -3,6 +3,7 @@ through SQLAlchemy, inside SQLAlchemy's transaction, and SQLAlchemy's errors whe
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import sqlite3
 from collections import Counter
@@ -212,6 +213,44 @@ async def _insert_through_sqlalchemy(
     connection: AsyncConnection, statement: Any, values: Sequence[Mapping[str, Any]]
 ) -> None:
     await connection.execute(statement, list(values))
+
+
+async def _deadlocked(store: SqlStore, first: int, second: int, run: Any) -> BaseException:
+    """Two transactions lock one queue row each, then each other's: PostgreSQL aborts one."""
+    holding = [asyncio.Event(), asyncio.Event()]
+
+    async def lock(mine: int, theirs: int, held: asyncio.Event, other_held: asyncio.Event) -> None:
+        async with store._transaction() as connection:
+            await driver_sql.execute_text(connection, "SET LOCAL deadlock_timeout = '20ms'")
+            await run(connection, statements.QUEUE_ROOM_LOCKED, {"queue_ids": [mine]})
+            held.set()
+            await other_held.wait()
+            await run(connection, statements.QUEUE_ROOM_LOCKED, {"queue_ids": [theirs]})
+
+    outcomes = await asyncio.gather(
+        lock(first, second, holding[0], holding[1]),
+        lock(second, first, holding[1], holding[0]),
+        return_exceptions=True,
+    )
+    [failure] = [outcome for outcome in outcomes if outcome is not None]
+    return failure
+
+
+async def test_a_deadlock_on_the_driver_is_the_error_sqlalchemy_raises(
+    manager: QueueManager, store: SqlStore
+) -> None:
+    if store._sqlite:
+        pytest.skip("SQLite has one writer at a time: its transactions never wait for each other's rows")
+    first, second = await _stocked(manager)
+    through_sqlalchemy = await _deadlocked(store, first, second, _through_sqlalchemy)
+    on_the_driver = await _deadlocked(store, first, second, driver_sql.fetch)
+    assert isinstance(through_sqlalchemy, sa.exc.DBAPIError)
+    assert type(on_the_driver) is type(through_sqlalchemy)
+    assert isinstance(on_the_driver, sa.exc.DBAPIError)
+    assert type(on_the_driver.orig) is type(through_sqlalchemy.orig)
+    assert getattr(on_the_driver.orig, "sqlstate", None) == "40P01"
+    assert not is_unavailable(on_the_driver)
+    await manager.send("private$/driver-a", BODY)  # both connections serve again
 
 
 @pytest.fixture
