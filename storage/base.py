@@ -20,8 +20,8 @@ from qm.errors import MqError, MqErrorCode
 from qm.model import INFINITE, NewMessage
 from qm.rules import COUNTER_MASK
 from qm.wakeups import WakeUps
-from storage import rows, statements
-from storage.engine import SYNCHRONOUS, WRITE_TRANSACTION
+from storage import driver_sql, rows, statements
+from storage.engine import BEGUN_ON_DRIVER, SYNCHRONOUS
 from storage.tables import AVAILABLE, TXN_ENQUEUE, messages, queue_manager, queues
 
 m = messages.c
@@ -84,11 +84,13 @@ class StoreBase:
                 await stack.enter_async_context(self._write_lock)
             connection = await stack.enter_async_context(self.engine.connect())
             if self._sqlite:
-                connection.info[WRITE_TRANSACTION] = True
+                connection.info[BEGUN_ON_DRIVER] = True
                 connection.info[SYNCHRONOUS] = "NORMAL" if relaxed else "FULL"
             await stack.enter_async_context(connection.begin())
+            stack.callback(driver_sql.end, connection)
+            await driver_sql.begin(connection)
             if relaxed and not self._sqlite:
-                await connection.exec_driver_sql("SET LOCAL synchronous_commit = off")
+                await driver_sql.execute_text(connection, "SET LOCAL synchronous_commit = off")
             connection.info["changed_queues"] = changed
             yield connection
         for queue_id, count in changed.items():
@@ -137,16 +139,16 @@ class StoreBase:
             lookup_id = rules.lookup_id_for(item.properties.priority, counter)
             message_id = item.message_id or rules.message_id_for(self._identity(), counter)
             values.append(rows.message_values(item, lookup_id, message_id))
-        await connection.execute(statements.INSERT_MESSAGES, values)
+        await driver_sql.execute_many(connection, statements.INSERT_MESSAGES, values)
         await add_to_totals(connection, values, sign=1)
         self.changed(connection, (value["queue_id"] for value in values if value["state"] == AVAILABLE))
         return values
 
     async def _allocate_counters(self, connection: AsyncConnection, count: int) -> list[int]:
         if self._sqlite:
-            top = (await connection.execute(statements.RAISE_COUNTER, {"count": count})).scalar_one()
+            [top] = await driver_sql.scalars(connection, statements.RAISE_COUNTER, {"count": count})
             return list(range(top - count + 1, top + 1))
-        return sorted((await connection.execute(statements.NEXT_COUNTERS, {"count": count})).scalars().all())
+        return sorted(await driver_sql.scalars(connection, statements.NEXT_COUNTERS, {"count": count}))
 
     async def new_message_id(self) -> str:
         async with self._transaction() as connection:
@@ -182,17 +184,19 @@ class StoreBase:
         then retries each request alone, so only the messages for that queue fail."""
         statement = statements.QUEUE_ROOM if self._sqlite else statements.QUEUE_ROOM_LOCKED
         queue_ids = sorted({item.queue_id for item in items})
-        found = {row.id: row for row in await connection.execute(statement, {"queue_ids": queue_ids})}
+        found = {
+            row["id"]: row for row in await driver_sql.fetch(connection, statement, {"queue_ids": queue_ids})
+        }
         for item in items:  # every message: two in a batch may name one ID by different paths
             row = found.get(item.queue_id)
-            if row is None or (item.queue_key is not None and row.path_key != item.queue_key):
+            if row is None or (item.queue_key is not None and row["path_key"] != item.queue_key):
                 raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted meanwhile")
         limits = next(iter(found.values()))
         byte_count = 0  # nothing to check against without a quota: skip the sum
-        if limits.machine_quota_kb != INFINITE:
+        if limits["machine_quota_kb"] != INFINITE:
             byte_count = int((await connection.execute(statements.MACHINE_BYTES)).scalar() or 0)
-        machine = MachineRoom(limits.machine_quota_kb, bool(limits.throttled), byte_count)
-        return {row.id: QueueRoom(row.byte_count, row.quota_kb) for row in found.values()}, machine
+        machine = MachineRoom(limits["machine_quota_kb"], bool(limits["throttled"]), byte_count)
+        return {row["id"]: QueueRoom(row["byte_count"], row["quota_kb"]) for row in found.values()}, machine
 
     @staticmethod
     async def _delete_rows(connection: AsyncConnection, leaving: Iterable[Mapping[Any, Any]]) -> None:
@@ -290,4 +294,4 @@ async def add_to_totals(connection: AsyncConnection, changed: Iterable[Mapping[A
         for queue_id in sorted(counts)
     ]
     if totals:
-        await connection.execute(statements.ADD_TO_TOTALS, totals)
+        await driver_sql.execute_many(connection, statements.ADD_TO_TOTALS, totals)

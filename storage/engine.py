@@ -15,8 +15,9 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 PING_AFTER_IDLE_S = 1.0
 """A pooled PostgreSQL connection idle this long is pinged before use (see _ping_when_idle)."""
 _IDLE_SINCE = "msmqgw_idle_since"
-WRITE_TRANSACTION = "msmqgw_write_transaction"
-"""Connection info key: the next SQLite transaction writes (BEGIN IMMEDIATE)."""
+BEGUN_ON_DRIVER = "msmqgw_begun_on_driver"
+"""Connection info key: the next SQLite transaction writes, and its caller issues BEGIN
+IMMEDIATE on the driver connection itself (storage/driver_sql.begin), so none is issued here."""
 SYNCHRONOUS = "msmqgw_synchronous"
 """Connection info key: PRAGMA synchronous for the next SQLite transaction (FULL unless set)."""
 _SYNCHRONOUS_IN_FORCE = "msmqgw_synchronous_in_force"
@@ -94,14 +95,15 @@ def _sqlite_engine(url: str) -> AsyncEngine:
 
     @sa.event.listens_for(engine.sync_engine, "begin")
     def _begin(connection: sa.Connection) -> None:
-        # Writers take the write lock at BEGIN (IMMEDIATE); readers begin deferred, so under
-        # WAL they read a snapshot without waiting for a writer's commit (and its fsync).
+        # Writers take the write lock at BEGIN (IMMEDIATE, issued by the store on the driver);
+        # readers begin deferred, so under WAL they read a snapshot without waiting for a
+        # writer's commit (and its fsync).
         wanted = connection.info.pop(SYNCHRONOUS, "FULL")
+        begun_on_driver = connection.info.pop(BEGUN_ON_DRIVER, False)  # not left for the next one
         if connection.info.get(_SYNCHRONOUS_IN_FORCE, "FULL") != wanted:
             connection.exec_driver_sql(f"PRAGMA synchronous={wanted}")  # only outside a transaction
             connection.info[_SYNCHRONOUS_IN_FORCE] = wanted
-        connection.exec_driver_sql(
-            "BEGIN IMMEDIATE" if connection.info.pop(WRITE_TRANSACTION, False) else "BEGIN"
-        )
+        if not begun_on_driver:
+            connection.exec_driver_sql("BEGIN")
 
     return engine

@@ -18,7 +18,7 @@ from qm.errors import MqError, MqErrorCode
 from qm.model import Delivery, Message, NewMessage, Queue
 from qm.paths import QueuePath
 from qm.store import Claim, ClaimKind, EnqueueOutcome, EnqueueResult, PositionState, Selector
-from storage import rows, statements
+from storage import driver_sql, rows, statements
 from storage.base import MachineRoom, QueueRoom
 from storage.consequences import Consequences
 from storage.errors import is_unavailable
@@ -201,7 +201,8 @@ class MessageStore(StreamStore):
             return frozenset()
         statement = statements.REMEMBER_SQLITE if self._sqlite else statements.REMEMBER_POSTGRESQL
         keys = [{"message_id": key, "received_at": arrivals[key]} for key in sorted(arrivals)]
-        return frozenset((await connection.execute(statement, keys)).scalars())
+        written = await driver_sql.insert_returning(connection, statement, keys)
+        return frozenset(row["message_id"] for row in written)
 
     @staticmethod
     async def _forget_refused(
@@ -244,7 +245,8 @@ class MessageStore(StreamStore):
         statement = _take(statements.TargetShape.of(selector, lock_rows=not self._sqlite), claim.kind)
         values = statements.target_values(queue.id, selector, rows.to_us(now)) | _hold(claim)
         async with self._transaction() as connection:
-            row = (await connection.execute(statement, values)).mappings().first()
+            found = await driver_sql.fetch(connection, statement, values)
+            row = found[0] if found else None
             if row is not None and claim.kind is ClaimKind.RECEIVE:
                 known = {queue.id: (queue.path, queue.settings.journal)}
                 await Consequences(self, connection, now).removed([row], Reason.RECEIVED, known)
@@ -354,8 +356,8 @@ class MessageStore(StreamStore):
         if not unanswered:
             return
         ids = sorted({queue_id for queue_id, _ in unanswered})
-        found = await connection.execute(statements.QUEUE_KEYS, {"queue_ids": ids})
-        current = {row.id: row.path_key for row in found}
+        found = await driver_sql.fetch(connection, statements.QUEUE_KEYS, {"queue_ids": ids})
+        current = {row["id"]: row["path_key"] for row in found}
         for (queue_id, key), indexes in unanswered.items():
             if current.get(queue_id) != key:
                 missing = MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")
@@ -370,7 +372,7 @@ class MessageStore(StreamStore):
         queue's journaling (statements.QUEUE_JOURNAL)."""
         statement = statements.TAKE_FIRST_SQLITE if self._sqlite else statements.TAKE_FIRST_POSTGRESQL
         values = statements.available_values(queue_id, rows.to_us(now)) | {"key": key, "limit": limit}
-        found = (await connection.execute(statement, values)).mappings().all()
+        found = await driver_sql.fetch(connection, statement, values)
         return sorted(found, key=lambda row: row["lookup_id"])
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState:

@@ -112,6 +112,12 @@ class OneTripConnection(AsyncAdapt_aiosqlite_connection):
     __slots__ = ()
     _cursor_cls: type[AsyncAdapt_aiosqlite_cursor] = OneTripCursor
 
+    def rollback(self) -> None:
+        # The pool rolls back every connection it takes back, mostly just after a commit:
+        # outside a transaction that is a trip to aiosqlite's thread for nothing.
+        if self._connection._connection is None or self._connection.in_transaction:
+            super().rollback()
+
 
 def use_one_trip_cursors(dbapi_connection: Any) -> None:
     """Make a freshly connected adapter hand out `OneTripCursor`s (the pool's connect event).

@@ -4,6 +4,7 @@ uses the one-trip cursor, and it answers as the DB-API and SQLAlchemy expect."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -66,3 +67,29 @@ async def test_an_sqlite_error_is_sqlalchemys_error_and_the_transaction_can_go_o
             await connection.execute(sa.insert(SCRATCH).values(name="once"))
         await connection.rollback()
         assert (await connection.execute(sa.select(sa.func.count()).select_from(SCRATCH))).scalar_one() == 0
+
+
+async def test_a_rollback_goes_to_sqlites_thread_only_inside_a_transaction(engine: AsyncEngine) -> None:
+    """The pool rolls back each connection it takes back; after a commit that is no trip."""
+    async with engine.connect() as connection:
+        aiosqlite_connection = (await connection.get_raw_connection()).driver_connection
+    assert aiosqlite_connection is not None
+    trips: list[str] = []
+    make_trip = aiosqlite_connection._execute
+
+    async def noted(function: Any, *arguments: Any, **named: Any) -> Any:
+        trips.append(getattr(function, "__name__", ""))
+        return await make_trip(function, *arguments, **named)
+
+    aiosqlite_connection._execute = noted
+    async with engine.begin() as connection:
+        await connection.execute(sa.insert(SCRATCH).values(name="kept"))
+    assert "commit" in trips
+    assert "rollback" not in trips
+    async with engine.connect() as connection:
+        await connection.execute(sa.insert(SCRATCH).values(name="dropped"))
+        await connection.rollback()
+    assert "rollback" in trips
+    async with engine.connect() as connection:
+        names = (await connection.execute(sa.select(SCRATCH.c.name))).scalars().all()
+    assert names == ["kept"]

@@ -1,0 +1,357 @@
+"""The hot statements on the driver connection (storage/driver_sql.py): the same rows as
+through SQLAlchemy, inside SQLAlchemy's transaction, and SQLAlchemy's errors when they fail."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sqlite3
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
+from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_connection
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from qm.clock import SettableClock
+from qm.config import ManagerConfig
+from qm.manager import QueueManager
+from qm.model import MessageProperties, QueueSettings
+from qm.reading import QueueReader
+from qm.store import Claim, ClaimKind, Seek, Selector
+from qm.wakeups import WakeUps
+from storage import driver_sql, rows, statements
+from storage.engine import make_engine
+from storage.errors import is_unavailable
+from storage.message_store import _hold, _take
+from storage.statements import TargetShape
+from storage.store import SqlStore
+from tests.contract.support import store_message
+
+pytestmark = pytest.mark.anyio
+
+BODY = MessageProperties(body=b"driver", label="on the driver")
+NEVER = 3600.0
+
+
+class _RolledBack(Exception):
+    """Ends a test's transaction with a rollback."""
+
+
+def _typed(found: Sequence[Mapping[str, Any]]) -> list[list[tuple[str, type, Any]]]:
+    """Rows with each value's type: True and 1 are equal, but the store relies on booleans."""
+    return [[(key, type(value), value) for key, value in row.items()] for row in found]
+
+
+async def _through_sqlalchemy(
+    connection: AsyncConnection, statement: Any, values: Any
+) -> list[dict[str, Any]]:
+    return [dict(row) for row in (await connection.execute(statement, values)).mappings()]
+
+
+async def _both_ways(store: SqlStore, statement: Any, values: Any) -> tuple[list[Any], list[Any]]:
+    """The statement's rows through SQLAlchemy and on the driver, each in a transaction of
+    its own that is rolled back (the statement may change rows)."""
+    found: list[list[Any]] = []
+    for run in (_through_sqlalchemy, driver_sql.fetch):
+        with pytest.raises(_RolledBack):
+            async with store._transaction() as connection:
+                found.append(_typed(await run(connection, statement, values)))
+                raise _RolledBack
+    return found[0], found[1]
+
+
+@pytest.fixture
+def store(manager: QueueManager) -> SqlStore:
+    assert isinstance(manager.store, SqlStore)
+    return manager.store
+
+
+async def _stocked(manager: QueueManager) -> list[int]:
+    """Two queues, with messages; their IDs."""
+    ids = []
+    for path in ("private$/driver-a", "private$/driver-b"):
+        queue = await manager.create_queue(path, QueueSettings(journal=path.endswith("a")))
+        ids.append(queue.id)
+        for _ in range(2):
+            await manager.send(path, BODY)
+    return ids
+
+
+async def test_the_send_and_receive_statements_give_on_the_driver_what_they_give_through_sqlalchemy(
+    manager: QueueManager, store: SqlStore, clock: SettableClock
+) -> None:
+    first, second = await _stocked(manager)
+    room = statements.QUEUE_ROOM if store._sqlite else statements.QUEUE_ROOM_LOCKED
+    take = statements.TAKE_FIRST_SQLITE if store._sqlite else statements.TAKE_FIRST_POSTGRESQL
+    key = (await manager.get_queue("private$/driver-a")).path.key
+    now = rows.to_us(clock.now())
+    cases: list[tuple[Any, dict[str, Any]]] = [
+        (room, {"queue_ids": [first]}),
+        (room, {"queue_ids": [first, second]}),  # another length of the IN list: another form
+        (room, {"queue_ids": [second]}),
+        (statements.QUEUE_KEYS, {"queue_ids": [first, second, second + 100]}),
+        (take, statements.available_values(first, now) | {"key": key, "limit": 2}),
+        (take, statements.available_values(first, now) | {"key": "private$/other", "limit": 1}),
+        *_claims(store, first, now),
+    ]
+    for statement, values in cases:
+        through_sqlalchemy, on_the_driver = await _both_ways(store, statement, values)
+        assert on_the_driver == through_sqlalchemy
+        assert through_sqlalchemy or values.get("key") == "private$/other"
+
+
+def _claims(store: SqlStore, queue_id: int, now: int) -> list[tuple[Any, dict[str, Any]]]:
+    """Claims of a selector's target (the first arrival that is not among known lookup IDs,
+    an IN list): a receive and a two-phase lock."""
+    selector = Selector(Seek.ARRIVED_AFTER, known=frozenset({1, 2}))
+    shape = TargetShape.of(selector, lock_rows=not store._sqlite)
+    values = statements.target_values(queue_id, selector, now)
+    lock = Claim(ClaimKind.LOCK, "tag", rows.from_us(now + 1_000_000))
+    return [(_take(shape, ClaimKind.RECEIVE), values), (_take(shape, ClaimKind.LOCK), values | _hold(lock))]
+
+
+async def test_counters_and_duplicate_keys_on_the_driver(store: SqlStore, manager: QueueManager) -> None:
+    remember = statements.REMEMBER_SQLITE if store._sqlite else statements.REMEMBER_POSTGRESQL
+    async with store._transaction() as connection:
+        counters = await store._allocate_counters(connection, 3)
+        assert counters == list(range(counters[0], counters[0] + 3))
+        keys = [{"message_id": f"key-{index}", "received_at": 1} for index in range(3)]
+        written = await driver_sql.insert_returning(connection, remember, keys[:2])
+        assert sorted(row["message_id"] for row in written) == ["key-0", "key-1"]
+        again = await driver_sql.insert_returning(connection, remember, keys)
+        assert [row["message_id"] for row in again] == ["key-2"]
+    async with store._transaction() as connection:
+        [later] = await store._allocate_counters(connection, 1)
+    assert later > counters[-1]
+
+
+async def test_statements_on_the_driver_are_rolled_back_with_sqlalchemys_transaction(
+    manager: QueueManager, store: SqlStore
+) -> None:
+    """The driver's first statement comes before any through SQLAlchemy: it must already be
+    inside the transaction (asyncpg's adapter would begin only at its own first statement)."""
+    queue = await manager.create_queue("private$/rolled-back", QueueSettings())
+    with pytest.raises(_RolledBack):
+        async with store._transaction() as connection:
+            await store.insert_messages(connection, [store_message(manager, queue.id, BODY)])
+            raise _RolledBack
+    after = await manager.get_queue("private$/rolled-back")
+    assert (after.message_count, after.byte_count) == (0, 0)
+    assert await store.browse(queue.id, 0, 10, manager.clock.now()) == []
+
+
+async def test_a_committed_transaction_leaves_the_driver_outside_any_transaction(
+    manager: QueueManager, store: SqlStore
+) -> None:
+    await manager.create_queue("private$/committed", QueueSettings())
+    await manager.send("private$/committed", BODY)
+    async with store.engine.connect() as connection:
+        raw = await connection.get_raw_connection()
+        if store._sqlite:
+            assert raw.driver_connection is not None
+            assert not raw.driver_connection.in_transaction
+        else:
+            assert raw.driver_connection is not None
+            assert not raw.driver_connection.is_in_transaction()
+    assert (await manager.get_queue("private$/committed")).message_count == 1
+
+
+def _statements_through_sqlalchemy(store: SqlStore) -> Counter[str]:
+    seen: Counter[str] = Counter()
+
+    @sa.event.listens_for(store.engine.sync_engine, "before_cursor_execute")
+    def count(*arguments: Any) -> None:
+        seen[arguments[2]] += 1
+
+    return seen
+
+
+async def test_a_send_and_a_receive_run_no_statement_through_sqlalchemy(
+    manager: QueueManager, store: SqlStore, reader: QueueReader
+) -> None:
+    await manager.create_queue("private$/hot", QueueSettings())
+    await manager.send("private$/hot", BODY)
+    assert await reader.receive("private$/hot", 0) is not None  # the queue is known from now on
+    seen = _statements_through_sqlalchemy(store)
+    await manager.send("private$/hot", BODY)
+    await manager.deliver("private$/hot", BODY, duplicate_key="srmp-1")
+    assert await reader.receive("private$/hot", 0) is not None
+    assert await reader.receive("private$/hot", 0) is not None
+    assert await reader.receive("private$/hot", 0) is None  # looks the queue up: QUEUE_KEYS
+    assert seen == Counter()
+
+
+async def test_an_error_on_the_driver_is_the_error_sqlalchemy_raises(
+    manager: QueueManager, store: SqlStore
+) -> None:
+    queue = await manager.create_queue("private$/twice", QueueSettings())
+    row = rows.message_values(store_message(manager, queue.id, BODY), lookup_id=42, message_id="m")
+    raised = []
+    for run in (_insert_through_sqlalchemy, driver_sql.execute_many):
+        with pytest.raises(sa.exc.DBAPIError) as caught:
+            async with store._transaction() as connection:
+                await run(connection, statements.INSERT_MESSAGES, [row])
+                await run(connection, statements.INSERT_MESSAGES, [row])
+        raised.append(caught.value)
+    through_sqlalchemy, on_the_driver = raised
+    assert type(on_the_driver) is type(through_sqlalchemy) is sa.exc.IntegrityError
+    assert type(on_the_driver.orig) is type(through_sqlalchemy.orig)
+    assert getattr(on_the_driver.orig, "sqlstate", None) == getattr(through_sqlalchemy.orig, "sqlstate", None)
+    assert not is_unavailable(on_the_driver)
+    assert not on_the_driver.connection_invalidated
+    await manager.send("private$/twice", BODY)  # the connection serves the next transaction
+    assert (await manager.get_queue("private$/twice")).message_count == 1
+
+
+async def _insert_through_sqlalchemy(
+    connection: AsyncConnection, statement: Any, values: Sequence[Mapping[str, Any]]
+) -> None:
+    await connection.execute(statement, list(values))
+
+
+async def _deadlocked(store: SqlStore, first: int, second: int, run: Any) -> BaseException:
+    """Two transactions lock one queue row each, then each other's: PostgreSQL aborts one."""
+    holding = [asyncio.Event(), asyncio.Event()]
+
+    async def lock(mine: int, theirs: int, held: asyncio.Event, other_held: asyncio.Event) -> None:
+        async with store._transaction() as connection:
+            await driver_sql.execute_text(connection, "SET LOCAL deadlock_timeout = '20ms'")
+            await run(connection, statements.QUEUE_ROOM_LOCKED, {"queue_ids": [mine]})
+            held.set()
+            await other_held.wait()
+            await run(connection, statements.QUEUE_ROOM_LOCKED, {"queue_ids": [theirs]})
+
+    outcomes = await asyncio.gather(
+        lock(first, second, holding[0], holding[1]),
+        lock(second, first, holding[1], holding[0]),
+        return_exceptions=True,
+    )
+    [failure] = [outcome for outcome in outcomes if outcome is not None]
+    return failure
+
+
+async def test_a_deadlock_on_the_driver_is_the_error_sqlalchemy_raises(
+    manager: QueueManager, store: SqlStore
+) -> None:
+    if store._sqlite:
+        pytest.skip("SQLite has one writer at a time: its transactions never wait for each other's rows")
+    first, second = await _stocked(manager)
+    through_sqlalchemy = await _deadlocked(store, first, second, _through_sqlalchemy)
+    on_the_driver = await _deadlocked(store, first, second, driver_sql.fetch)
+    assert isinstance(through_sqlalchemy, sa.exc.DBAPIError)
+    assert type(on_the_driver) is type(through_sqlalchemy)
+    assert isinstance(on_the_driver, sa.exc.DBAPIError)
+    assert type(on_the_driver.orig) is type(through_sqlalchemy.orig)
+    assert getattr(on_the_driver.orig, "sqlstate", None) == "40P01"
+    assert not is_unavailable(on_the_driver)
+    await manager.send("private$/driver-a", BODY)  # both connections serve again
+
+
+@pytest.fixture
+async def steady_manager(
+    database_url: str, clock: SettableClock, manager_config: ManagerConfig, wakeups: WakeUps
+) -> AsyncIterator[QueueManager]:
+    """A manager whose pooled connections are never pinged before use."""
+    store = SqlStore(make_engine(database_url, ping_after_idle_s=NEVER))
+    queue_manager = QueueManager(store, wakeups, clock, manager_config)
+    await queue_manager.start()
+    yield queue_manager
+    await store.close()
+
+
+def _end_sessions(database_url: str, pid: int | None = None) -> None:
+    url = sa.engine.make_url(database_url).set(drivername="postgresql+psycopg")
+    admin = sa.create_engine(url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    which = "pid <> pg_backend_pid()" if pid is None else f"pid = {pid}"
+    try:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(
+                f"SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+                f"WHERE datname = current_database() AND {which}"
+            )
+    finally:
+        admin.dispose()
+
+
+async def test_a_session_the_server_ended_fails_the_send_as_unavailable_and_the_next_send_is_served(
+    steady_manager: QueueManager, database_url: str
+) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite has no server sessions")
+    await steady_manager.create_queue("private$/restart", QueueSettings())
+    await steady_manager.send("private$/restart", BODY)
+    await anyio.to_thread.run_sync(_end_sessions, database_url)
+    with pytest.raises(sa.exc.DBAPIError) as caught:  # met at BEGIN, on the driver
+        await steady_manager.send("private$/restart", BODY)
+    assert caught.value.connection_invalidated
+    assert is_unavailable(caught.value)
+    await steady_manager.send("private$/restart", BODY)  # the pool was recycled
+    assert (await steady_manager.get_queue("private$/restart")).message_count == 2
+
+
+async def test_a_session_ended_within_a_transaction_fails_its_next_statement_as_unavailable(
+    steady_manager: QueueManager, database_url: str
+) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite has no server sessions")
+    store = steady_manager.store
+    assert isinstance(store, SqlStore)
+    queue = await steady_manager.create_queue("private$/ended", QueueSettings())
+    with pytest.raises(sa.exc.DBAPIError) as caught:
+        async with store._transaction() as connection:
+            [pid] = await driver_sql.scalars(connection, sa.select(sa.func.pg_backend_pid()), {})
+            await anyio.to_thread.run_sync(_end_sessions, database_url, pid)
+            await driver_sql.fetch(connection, statements.QUEUE_KEYS, {"queue_ids": [queue.id]})
+    assert caught.value.connection_invalidated
+    assert is_unavailable(caught.value)
+    await steady_manager.send("private$/ended", BODY)
+    assert (await steady_manager.get_queue("private$/ended")).message_count == 1
+
+
+@contextmanager
+def _write_lock_held(database_url: str) -> Iterator[None]:
+    """Another process's writer holds SQLite's write lock."""
+    path = sa.engine.make_url(database_url).database
+    assert path is not None
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        yield
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
+async def test_sqlite_busy_at_begin_on_the_driver_is_unavailable(database_url: str) -> None:
+    if not database_url.startswith("sqlite"):
+        pytest.skip("SQLite's write lock")
+    store = SqlStore(make_engine(database_url))
+    try:
+        async with store.engine.connect() as connection:  # the pool's one connection, waiting briefly
+            await connection.exec_driver_sql("PRAGMA busy_timeout=20")
+        with _write_lock_held(database_url), pytest.raises(sa.exc.OperationalError) as caught:
+            async with store._transaction():
+                pass
+        assert is_unavailable(caught.value)
+        assert "locked" in str(caught.value.orig)
+        async with store._transaction() as connection:  # the lock is free again: served
+            assert await driver_sql.scalars(connection, statements.QUEUE_KEYS, {"queue_ids": [0]}) == []
+    finally:
+        await store.close()
+
+
+def test_the_library_internals_the_driver_path_uses_are_still_there() -> None:
+    """storage/driver_sql.py begins asyncpg's transaction through SQLAlchemy's adapter and
+    raises errors through SQLAlchemy's own translation; an upgrade that renames them fails
+    here by name (the contract tests above fail too, less plainly)."""
+    assert inspect.iscoroutinefunction(AsyncAdapt_asyncpg_connection._start_transaction)
+    for adapter in (AsyncAdapt_asyncpg_connection, AsyncAdapt_aiosqlite_connection):
+        assert callable(adapter._handle_exception)
+    parameters = list(inspect.signature(sa.Connection._handle_dbapi_exception).parameters)
+    assert parameters[:6] == ["self", "e", "statement", "parameters", "cursor", "context"]
