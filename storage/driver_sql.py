@@ -104,6 +104,23 @@ async def begin(connection: AsyncConnection) -> None:
     _BEGUN[connection] = driver
 
 
+async def read(connection: AsyncConnection, statement: sa.Executable, values: Mapping[str, Any]) -> list[Row]:
+    """One statement on a connection that has begun no transaction, straight on the driver
+    (`fetch` runs it through SQLAlchemy on another driver): on PostgreSQL it is its own
+    transaction (no BEGIN and ROLLBACK round trips), on SQLite an implicit read."""
+    kind = _DRIVERS.get(connection.dialect.driver)
+    if kind is None or connection.in_transaction():
+        return await fetch(connection, statement, values)
+    sync_connection = connection.sync_connection
+    assert sync_connection is not None
+    raw = sync_connection.connection
+    driver = kind(raw.driver_connection, raw.dbapi_connection)
+    form = _prepared(statement).form(connection.dialect, values, None)
+    arguments = form.arguments(values)
+    found = await _call(connection, form.sql, arguments, driver.rows(form.sql, arguments))
+    return [form.row(row) for row in found]
+
+
 def end(connection: AsyncConnection) -> None:
     _BEGUN.pop(connection, None)
 

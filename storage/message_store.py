@@ -280,11 +280,11 @@ class MessageStore(StreamStore):
         statement = (
             statements.QUEUE_LOOKED_AT_SQLITE if self._sqlite else statements.QUEUE_LOOKED_AT_POSTGRESQL
         )
-        async with self._reading() as connection:
-            row = (await connection.execute(statement, values)).first()
-        if row is None or row.path_key != queue.path.key:
+        async with self.engine.connect() as connection:
+            found = await driver_sql.read(connection, statement, values)
+        if not found or found[0]["path_key"] != queue.path.key:
             raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")
-        return int(row.available)
+        return int(found[0]["available"])
 
     async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
         """Receive up to `limit` available messages in queue order with one DELETE statement."""

@@ -183,7 +183,7 @@ async def test_a_send_and_a_receive_run_no_statement_through_sqlalchemy(
     await manager.deliver("private$/hot", BODY, duplicate_key="srmp-1")
     assert await reader.receive("private$/hot", 0) is not None
     assert await reader.receive("private$/hot", 0) is not None
-    assert await reader.receive("private$/hot", 0) is None  # looks the queue up: QUEUE_KEYS
+    assert await reader.receive("private$/hot", 0) is None  # counts the queue: nothing there
     assert seen == Counter()
 
 
