@@ -22,6 +22,7 @@ from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
 from app.routes import (
     cursors,
+    fast_messages,
     lookup,
     messages,
     outgoing,
@@ -107,6 +108,8 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     app = FastAPI(title="msmq-gateway", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     errors.install(app)
     app.add_middleware(srmp.SrmpRequestTarget, virtual_directory=settings.srmp_virtual_directory)
+    # Outermost of ours: a REST send or receive does not pay for the SRMP check.
+    app.add_middleware(fast_messages.FastMessages, application=app)
     openapi.install(app, srmp.SRMP_OPENAPI)
     # Matching walks the routes in order: the busiest (send, receive) first. Lookup before
     # receive and peek: `{path:path}/receive` would also match `.../messages/first/receive`.
