@@ -4,7 +4,8 @@ The FastAPI routes in `messages` declare these operations (the OpenAPI document)
 work: this layer only decodes the query parameters those routes declare, in their plain
 spellings, and calls the same endpoint functions with a bare `Request`. Anything else (another
 spelling of a value, a value out of range, an unknown or repeated parameter, HEAD, a request
-another route would take) goes on to FastAPI unchanged, whose validation answers it.
+another route would take, a request FastAPI's OpenTelemetry support traces) goes on to FastAPI
+unchanged, whose validation answers it.
 
 What a request skips so: matching up to twenty routes (about 30 us for receive), FastAPI's
 parameter validation and dependency solving, and the exception and exit-stack middlewares.
@@ -162,6 +163,8 @@ class FastMessages:
     def route(self, scope: Scope) -> Call | None:
         """What this layer answers the request with; None leaves it to FastAPI."""
         if scope["type"] != "http" or scope.get("root_path"):  # a root path: Starlette strips it
+            return None
+        if scope.get("fastapi.telemetry") is not None:  # traced: the spans name route and endpoint
             return None
         path = scope["path"]
         for operation in self._operations.get(scope["method"], ()):

@@ -315,7 +315,7 @@ async def twins(twin_urls: list[str]) -> AsyncIterator[tuple[Twin, Twin]]:
         yield pair[0], pair[1]
 
 
-def served_fast(app: FastAPI, request: httpx.Request) -> bool:
+def served_fast(app: FastAPI, request: httpx.Request, extra: dict[str, Any] | None = None) -> bool:
     """Whether the fast layer of `app` takes this request, asked as the server would ask it."""
     scope = {
         "type": "http",
@@ -323,6 +323,7 @@ def served_fast(app: FastAPI, request: httpx.Request) -> bool:
         "path": request.url.path,
         "query_string": request.url.query,
         "root_path": "",
+        **(extra or {}),
     }
     return FastMessages(app, app).route(scope) is not None
 
@@ -354,3 +355,26 @@ def test_a_fast_route_only_after_routes_it_can_check() -> None:
     app.router.routes.insert(0, app.router.routes.pop())
     with pytest.raises(TypeError, match="precedes a fast route"):
         FastMessages(app, app)
+
+
+def test_a_request_that_fastapi_traces_goes_through_its_routing() -> None:
+    """With OpenTelemetry configured, spans name the route and the endpoint: FastAPI's path."""
+    app = create_app(Settings(database_url="sqlite+aiosqlite:///:memory:"))
+    request = httpx.Request("POST", f"http://gateway.test{Q}/receive")
+    assert served_fast(app, request)
+    assert not served_fast(app, request, {"fastapi.telemetry": object()})
+    assert served_fast(app, request, {"fastapi.telemetry": None})  # a request it excludes
+
+
+@pytest.mark.anyio
+async def test_an_srmp_virtual_directory_named_like_the_rest_prefix_still_takes_its_requests(
+    sqlite_databases: SqliteDatabases,
+) -> None:
+    """The SRMP layer is outside this one, as it was outside FastAPI's routing."""
+    with sqlite_databases.database() as url:
+        app = create_app(twin_settings(url).model_copy(update={"srmp_virtual_directory": "API"}))
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
+                response = await client.post(f"{Q}/messages", json={"body": "x"})
+    assert (response.status_code, response.content) == (400, b"")  # not an SRMP request
