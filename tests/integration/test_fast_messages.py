@@ -20,9 +20,10 @@ from typing import Any, cast
 import httpx
 import pytest
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from app.main import create_app
-from app.routes.fast_messages import FastMessages
+from app.routes.fast_messages import OPERATIONS, FastMessages
 from app.settings import Settings
 from qm.clock import SettableClock
 from qm.model import QueueManagerInfo
@@ -378,3 +379,15 @@ async def test_an_srmp_virtual_directory_named_like_the_rest_prefix_still_takes_
             async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
                 response = await client.post(f"{Q}/messages", json={"body": "x"})
     assert (response.status_code, response.content) == (400, b"")  # not an SRMP request
+
+
+def test_the_layer_reads_exactly_the_parameters_the_routes_declare() -> None:
+    """A parameter added to a route must be added here too (until then, requests that carry it
+    go to FastAPI, as unknown ones do); headers, cookies or a body model would be unchecked."""
+    app = create_app(Settings(database_url="sqlite+aiosqlite:///:memory:"))
+    routes = [route for route in app.routes if isinstance(route, APIRoute) and route.endpoint in OPERATIONS]
+    assert {route.endpoint for route in routes} == set(OPERATIONS)
+    for route in routes:
+        dependant = route.dependant
+        assert {param.alias for param in dependant.query_params} == set(OPERATIONS[route.endpoint][1])
+        assert (dependant.header_params, dependant.cookie_params, dependant.body_params) == ([], [], [])
