@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import base64
+import dataclasses
 import functools
 import json
+import re
 from collections.abc import Callable
 from datetime import datetime
 from http import HTTPStatus
@@ -119,10 +120,26 @@ def header_name(field: str) -> str:
     return HEADER_PREFIX + "-".join(part.capitalize() for part in field.removesuffix("_base64").split("_"))
 
 
+_FIELD_OF_HEADER = {header_name(field).lower().encode("latin-1"): field for field in SEND_HEADERS}
+"""ASGI header names are lower-case bytes (Starlette's Headers compares them so too)."""
+
+
+def _sent_headers(request: Request) -> dict[str, str]:
+    """The X-Msmq-* headers by field, the first of repeated ones (as `Headers.get`): one pass
+    over the headers instead of a search for each of the fourteen names."""
+    texts: dict[str, str] = {}
+    for key, value in request.headers.raw:
+        field = _FIELD_OF_HEADER.get(key)
+        if field is not None and field not in texts:
+            texts[field] = value.decode("latin-1")
+    return texts
+
+
 def _raw_message(payload: bytes, request: Request) -> MessageProperties:
-    fields: dict[str, Any] = {"body_base64": base64.b64encode(payload).decode()}
+    fields: dict[str, Any] = {}
+    texts = _sent_headers(request)
     for field, parse in SEND_HEADERS.items():
-        text = request.headers.get(header_name(field))
+        text = texts.get(field)
         if text is None:
             continue
         try:
@@ -132,9 +149,11 @@ def _raw_message(payload: bytes, request: Request) -> MessageProperties:
                 MqErrorCode.MQ_ERROR_INVALID_PARAMETER, f"header {header_name(field)}: {text!r} is not valid"
             ) from None
     try:
-        return MessageIn.model_validate(fields).properties()
+        properties = MessageIn.model_validate(fields).properties()
     except ValidationError as error:
         raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, _validation_text(error)) from None
+    # The body goes in as it came: through `body_base64` it was encoded and decoded twice.
+    return dataclasses.replace(properties, body=payload)
 
 
 def wants_raw(request: Request) -> bool:
@@ -160,15 +179,22 @@ def message_response(
         return json_response(fields)
     headers = {
         header_name(name): _header_text(value)
-        for name, value in to_jsonable_python(fields).items()
+        for name, value in fields.items()
         if name not in ("body", "body_base64") and value not in (None, "")
     }
     return Response(message.properties.body, media_type=OCTET_STREAM, headers=headers)
+
+
+_HEADER_SAFE = "{}\\$/:=;@+-_.,"
+_NOTHING_TO_ESCAPE = re.compile(r"[A-Za-z0-9~" + re.escape(_HEADER_SAFE) + r"]*")
+"""What `quote` leaves as it is (letters, digits, `_.-~` and the safe characters): most
+values, and a match costs a fraction of `quote`."""
 
 
 def _header_text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        return str(value)  # nothing to escape
-    return quote(str(value), safe="{}\\$/:=;@+-_.,")
+        return str(int(value))  # nothing to escape; int() for the flag and class enums
+    text = value if isinstance(value, str) else str(to_jsonable_python(value))  # datetimes as in JSON
+    return text if _NOTHING_TO_ESCAPE.fullmatch(text) else quote(text, safe=_HEADER_SAFE)

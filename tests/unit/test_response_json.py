@@ -1,4 +1,5 @@
-"""The hot routes write their JSON from plain dicts: the bytes are those of the documented models."""
+"""The hot routes write their JSON from plain dicts: the bytes are those of the documented models.
+Raw answers carry the same fields as headers."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ import base64
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
 
 import pytest
-from pydantic_core import to_json
+from pydantic_core import to_json, to_jsonable_python
+from starlette.requests import Request
 
+from app.http import _header_text, header_name, message_response
 from app.schemas import MessageOut, SentOut, message_fields, sent_fields
 from qm.model import Delivery, Message, MessageClass, MessageProperties
 
@@ -121,3 +125,46 @@ def test_each_field_of_a_message_comes_from_its_own_property() -> None:
         "lock_tag": None,
         "lock_expires_at": None,
     }
+
+
+def headers_as_written_generically(
+    sent: Message, lock_tag: str | None, lock_expires_at: datetime | None
+) -> list[tuple[str, str]]:
+    """The raw answer's X-Msmq-* headers by the general rule: every non-empty field but the
+    body, as JSON writes it, percent-encoded except for the characters a format name needs."""
+    fields = to_jsonable_python(message_fields(sent, "private$/\u00f6rders", lock_tag, lock_expires_at))
+    written = []
+    for name, value in fields.items():
+        if name in ("body", "body_base64") or value in (None, ""):
+            continue
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        written.append((header_name(name), text if isinstance(value, int) else quote(text, safe=SAFE)))
+    return written
+
+
+SAFE = "{}\\$/:=;@+-_.,"
+RAW = Request({"type": "http", "headers": [(b"accept", b"application/octet-stream")]})
+
+
+@pytest.mark.parametrize("sent", MESSAGES)
+@pytest.mark.parametrize(
+    ("lock_tag", "lock_expires_at"), [(None, None), ("7205-9f", SENT + timedelta(seconds=30))]
+)
+def test_a_raw_answer_carries_the_fields_as_headers_by_the_general_rule(
+    sent: Message, lock_tag: str | None, lock_expires_at: datetime | None
+) -> None:
+    response = message_response(RAW, sent, "private$/\u00f6rders", lock_tag, lock_expires_at)
+    written = [(name, value) for name, value in response.headers.items() if name.startswith("x-msmq-")]
+    expected = headers_as_written_generically(sent, lock_tag, lock_expires_at)
+    assert written == [(name.lower(), text) for name, text in expected]
+    assert response.body == sent.properties.body
+
+
+def test_a_header_value_is_escaped_exactly_where_quote_escapes_it() -> None:
+    """Values `quote` would leave as they are skip it; the shortcut must agree on every
+    character (quote works character by character, so single characters cover it)."""
+    for code in range(0x800):
+        character = chr(code)
+        assert _header_text(character) == quote(character, safe=SAFE), repr(character)
+    for text in ("DIRECT=OS:.\\private$\\replies", "caf\u00e9 order", "a b", "{guid}\\12", "~"):
+        assert _header_text(text) == quote(text, safe=SAFE)
