@@ -178,12 +178,6 @@ class Store(TriggerStore, Protocol):
 
     async def take(self, queue: Queue, selector: Selector, now: datetime, claim: Claim) -> Message | None: ...
 
-    def may_have_more(self, queue_id: int) -> bool:
-        """After a take: whether the queue may still hold an available message, as far as this
-        store can tell without asking the database (True when it cannot tell). A hint: it only
-        decides whether another waiting receiver is woken to look."""
-        ...
-
     async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
         """Receive (remove) up to `limit` available messages in queue order, in one statement."""
         ...

@@ -110,9 +110,6 @@ class StoreBase:
             else:
                 yield await connection.execution_options(isolation_level="AUTOCOMMIT")
 
-    def may_have_more(self, queue_id: int) -> bool:
-        return self._expected.get(queue_id, 1) > 0
-
     @staticmethod
     def changed(connection: AsyncConnection, queue_ids: Iterable[int]) -> None:
         """Note queues that gained available messages (a queue ID per message), to wake their

@@ -257,14 +257,14 @@ class MessageStore(StreamStore):
         expects no message there, a count first: a long-polling receiver's first try after its
         previous message usually finds nothing, and the claim's write transaction would cost
         four round trips (on SQLite, the write lock) for it."""
-        if self._expected.get(queue.id, 0) <= 0:
-            counted = await self._count_available(queue, now)
-            self._expect(queue.id, counted)
-            if counted == 0:
+        expected = self._expected.get(queue.id, 0)
+        if expected <= 0:
+            expected = await self._count_available(queue, now)
+            if expected == 0:
+                self._expect(queue.id, 0)
                 return None
         message = await self.receive_group.submit(ReceiveRequest(queue, now))
-        left = 0 if message is None else self._expected.get(queue.id, 0) - 1
-        self._expect(queue.id, max(left, 0))
+        self._expect(queue.id, 0 if message is None else expected - 1)
         return message
 
     def _expect(self, queue_id: int, count: int) -> None:

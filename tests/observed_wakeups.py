@@ -33,8 +33,6 @@ class ObservedWakeUps:
     def __init__(self, inner: WakeUps) -> None:
         self._inner = inner
         self.waiting = 0
-        self.passed_on: list[int] = []
-        """Queue IDs of the wake-ups handed on (QueueManager after a take, or a watch closed)."""
         self._change = asyncio.Event()
 
     def watch(self, queue_id: int, takes: bool = False) -> Watch:
@@ -44,7 +42,6 @@ class ObservedWakeUps:
         self._inner.signal(queue_ids)
 
     def pass_on(self, queue_id: int) -> None:
-        self.passed_on.append(queue_id)
         self._inner.pass_on(queue_id)
 
     def changed(self, delta: int) -> None:

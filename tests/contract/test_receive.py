@@ -150,22 +150,6 @@ async def test_each_message_wakes_one_waiting_receiver_not_all(
         task.cancel()
 
 
-async def test_a_receiver_that_took_the_only_message_wakes_no_other(
-    manager: QueueManager, reader: QueueReader, watched: WatchedWakeUps
-) -> None:
-    """The store knows that the queue held one message, sent here: the receiver that took it
-    hands no wake-up on, so the other waiting receiver does not look for nothing."""
-    await new_queue(manager, PATH)
-    waiting = [asyncio.create_task(reader.receive(PATH, 60_000)) for _ in range(2)]
-    await watched.until_waiting(2)
-    await send_bodies(manager, PATH, [b"only"])
-    done, pending = await asyncio.wait(waiting, timeout=WAIT_LIMIT_S, return_when=asyncio.FIRST_COMPLETED)
-    assert bodies_of([done.pop().result()]) == [b"only"]
-    assert watched.passed_on == []
-    await send_bodies(manager, PATH, [b"next"])  # and the other is still served
-    assert bodies_of([await asyncio.wait_for(pending.pop(), WAIT_LIMIT_S)]) == [b"next"]
-
-
 async def test_a_waiting_receive_gives_up_at_its_timeout(manager: QueueManager, reader: QueueReader) -> None:
     await new_queue(manager, PATH)
     assert await asyncio.wait_for(reader.receive(PATH, 50), WAIT_LIMIT_S) is None
