@@ -91,34 +91,34 @@ async def begin(connection: AsyncConnection) -> None:
     """Inside `connection.begin()`: make sure the driver's transaction has begun (SQLite:
     BEGIN IMMEDIATE, asked for with engine.BEGUN_ON_DRIVER), and run the hot statements of
     this transaction on the driver. `end` when the transaction is over."""
+    driver = _driver_of(connection)
+    if driver is None:
+        return
+    await _call(connection, "BEGIN", (), driver.begin())
+    _BEGUN[connection] = driver
+
+
+def _driver_of(connection: AsyncConnection) -> _Driver | None:
+    """The connection's driver connection, or None for a driver this module does not know."""
     kind = _DRIVERS.get(connection.dialect.driver)
     if kind is None:
-        return
-    # Checked out and begun: the pooled connection is at hand without a trip through a
-    # greenlet (get_raw_connection makes one).
+        return None
+    # Checked out: the pooled connection is at hand without a trip through a greenlet
+    # (get_raw_connection makes one).
     sync_connection = connection.sync_connection
     assert sync_connection is not None
     raw = sync_connection.connection
-    driver = kind(raw.driver_connection, raw.dbapi_connection)
-    await _call(connection, "BEGIN", (), driver.begin())
-    _BEGUN[connection] = driver
+    return kind(raw.driver_connection, raw.dbapi_connection)
 
 
 async def read(connection: AsyncConnection, statement: sa.Executable, values: Mapping[str, Any]) -> list[Row]:
     """One statement on a connection that has begun no transaction, straight on the driver
     (`fetch` runs it through SQLAlchemy on another driver): on PostgreSQL it is its own
     transaction (no BEGIN and ROLLBACK round trips), on SQLite an implicit read."""
-    kind = _DRIVERS.get(connection.dialect.driver)
-    if kind is None or connection.in_transaction():
+    driver = None if connection.in_transaction() else _driver_of(connection)
+    if driver is None:
         return await fetch(connection, statement, values)
-    sync_connection = connection.sync_connection
-    assert sync_connection is not None
-    raw = sync_connection.connection
-    driver = kind(raw.driver_connection, raw.dbapi_connection)
-    form = _prepared(statement).form(connection.dialect, values, None)
-    arguments = form.arguments(values)
-    found = await _call(connection, form.sql, arguments, driver.rows(form.sql, arguments))
-    return [form.row(row) for row in found]
+    return await _rows(connection, driver, statement, values)
 
 
 def end(connection: AsyncConnection) -> None:
@@ -142,6 +142,12 @@ async def fetch(
     driver: _Driver | None = _BEGUN.get(connection)
     if driver is None:
         return [dict(row) for row in (await connection.execute(statement, values)).mappings()]
+    return await _rows(connection, driver, statement, values)
+
+
+async def _rows(
+    connection: AsyncConnection, driver: _Driver, statement: sa.Executable, values: Mapping[str, Any]
+) -> list[Row]:
     form = _prepared(statement).form(connection.dialect, values, None)
     arguments = form.arguments(values)
     found = await _call(connection, form.sql, arguments, driver.rows(form.sql, arguments))
