@@ -324,6 +324,12 @@ class MessageStore(StreamStore):
         callers: dict[tuple[int, str], list[int]] = {}
         for index, request in enumerate(requests):
             callers.setdefault((request.queue.id, request.queue.path.key), []).append(index)
+        if len(callers) == 1 and not self._sqlite and not requests[0].queue.settings.journal:
+            [(queue_id, key)] = callers
+            plain = await self._take_plain_first(queue_id, key, len(requests), now)
+            if plain is not None:
+                taken: list[Message | BaseException | None] = [rows.message_from_row(row) for row in plain]
+                return taken + [None] * (len(requests) - len(taken))
         answers: list[Message | BaseException | None] = [None] * len(requests)
         async with self._transaction() as connection:
             known: dict[int, tuple[QueuePath, bool]] = {}
@@ -343,6 +349,20 @@ class MessageStore(StreamStore):
             if any(request.abandoned for request in requests):
                 raise _CallerWentAway  # roll back: the batch runs again without that caller
         return answers
+
+    async def _take_plain_first(self, queue_id: int, key: str, limit: int, now: datetime) -> list[Any] | None:
+        """PostgreSQL: the queue's first messages taken in one statement that is its own
+        transaction (statements.TAKE_PLAIN_FIRST: one round trip where the transaction takes
+        four), if their removal places nothing; None where the transaction must run: nothing
+        was available (or the queue is gone, or journals), or a message needs its
+        consequences. The commit is the statement's: like the COMMIT it replaces, a caller
+        cancelled meanwhile does not give its message back."""
+        values = statements.available_values(queue_id, rows.to_us(now)) | {"key": key, "limit": limit}
+        async with self.engine.connect() as connection:
+            found = await driver_sql.read(connection, statements.TAKE_PLAIN_FIRST, values)
+        if not found or found[0]["lookup_id"] is None:
+            return None
+        return found
 
     @staticmethod
     async def _answer_missing(

@@ -256,3 +256,62 @@ afterwards, every queue row of the transaction locked in ascending ID order as s
 them (tests/contract/test_lock_order.py)."""
 TAKE_FIRST_SQLITE = _take_first(pinned=False)
 """TAKE_FIRST_POSTGRESQL without pinning the queue in the plan."""
+
+
+def _plain_receipt() -> sa.ColumnElement[bool]:
+    """A received message whose removal can place nothing (qm.disposal.DisposalPolicy.
+    consequences for Reason.RECEIVED), judged from its row alone and on the safe side: no
+    acknowledgment it could ask for (no admin queue, or no acknowledgment flags) and no
+    incoming SRMP stream (a final receipt). The queue's own journaling is checked apart."""
+    no_acknowledgment = sa.or_(m.admin_queue.is_(None), m.acknowledge == 0)
+    return sa.and_(no_acknowledgment, m.srmp_stream_id.is_(None))
+
+
+def _take_plain_first() -> sa.Select[Any]:
+    queue_id = sa.bindparam("queue", type_=sa.Integer)
+    unjournaled = sa.exists().where(
+        q.id == queue_id, q.path_key == sa.bindparam("key", type_=q.path_key.type), q.journal.is_(False)
+    )
+    first = (
+        sa.select(m.lookup_id, _plain_receipt().label("plain"))
+        .where(available(pinned=True), unjournaled)
+        .order_by(*queue_order(queue_first=True))
+        .limit(sa.bindparam("limit", type_=sa.Integer))
+        .with_for_update(skip_locked=True)
+        .cte("first_available")
+    )
+    all_plain = ~sa.exists().where(first.c.plain.is_(False))
+    taken = (
+        sa.delete(messages)
+        .where(m.lookup_id.in_(sa.select(first.c.lookup_id)), all_plain)
+        .returning(*messages.c)
+        .cte("taken")
+    )
+    sums = sa.select(
+        sa.func.count().label("number"), sa.func.coalesce(sa.func.sum(taken.c.body_size), 0).label("bytes")
+    ).subquery("sums")
+    totals = (
+        sa.update(queues)
+        .where(q.id == queue_id, sums.c.number > 0)
+        .values(message_count=q.message_count - sums.c.number, byte_count=q.byte_count - sums.c.bytes)
+        .cte("totals")
+    )
+    return (
+        sa.select(first.c.lookup_id.label(FIRST_LOCKED), *(taken.c[column.key] for column in messages.c))
+        .select_from(first.outerjoin(taken, taken.c.lookup_id == first.c.lookup_id))
+        .order_by(first.c.lookup_id)
+        .add_cte(totals)
+    )
+
+
+FIRST_LOCKED = "first_locked"
+"""TAKE_PLAIN_FIRST's column for the lookup ID of each first available message it locked."""
+
+TAKE_PLAIN_FIRST = _take_plain_first()
+"""PostgreSQL, one statement that is its own transaction (autocommit, no BEGIN or COMMIT round
+trips): lock the first `:limit` available messages of the queue `:queue` if its path key is
+still `:key` and it does not journal; if every one of them is plain (_plain_receipt), delete
+them and subtract them from the queue's totals. One row per message locked (FIRST_LOCKED),
+with the deleted message's columns, or NULLs when they were not all plain: then nothing
+changed, and the receive takes the transaction with consequences. No rows: nothing available,
+or the queue is gone or journals. One queue row locked, so the lock-order rule holds."""

@@ -29,14 +29,17 @@ PATH = "private$/orders"
 @contextmanager
 def statements_run(manager: QueueManager, monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """The first word of each statement the manager's store runs in the block, through
-    SQLAlchemy or straight on the driver (storage.driver_sql); `counts`: the count reads."""
+    SQLAlchemy or straight on the driver (storage.driver_sql), DELETE for a claim written
+    as a WITH query (statements.TAKE_PLAIN_FIRST); `counts`: the count reads."""
     store = manager.store
     assert isinstance(store, SqlStore)
     seen: Counter[str] = Counter()
 
     def record(statement: str) -> None:
-        seen[statement.split(None, 1)[0].upper()] += 1
-        seen["counts"] += "count(" in statement.lower()
+        kind = statement.split(None, 1)[0].upper()
+        claims = kind == "WITH" and "DELETE FROM" in statement
+        seen["DELETE" if claims else kind] += 1
+        seen["counts"] += kind == "SELECT" and "count(" in statement.lower()
 
     def through_sqlalchemy(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         record(statement)

@@ -166,8 +166,10 @@ async def test_a_receive_cancelled_while_its_batch_runs_takes_nothing(
     manager: QueueManager, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The caller is cancelled after its message was taken but before the commit: the batch
-    is rolled back and runs again without it, so the message stays in the queue."""
-    await new_queue(manager, PATH)
+    is rolled back and runs again without it, so the message stays in the queue. The queue
+    journals, so that the receive runs as a transaction on PostgreSQL too (a plain one there
+    commits in the statement that takes the message: MessageStore._take_plain_first)."""
+    await new_queue(manager, PATH, QueueSettings(journal=True))
     await manager.send(PATH, MessageProperties(body=b"only"))
     queue = await manager.get_queue(PATH)
     store = _store(manager)
@@ -181,7 +183,7 @@ async def test_a_receive_cancelled_while_its_batch_runs_takes_nothing(
 
     monkeypatch.setattr(Consequences, "removed", held)
     receiver = asyncio.create_task(store.take(queue, Selector(), manager.clock.now(), Claim()))
-    await inside.wait()
+    await asyncio.wait_for(inside.wait(), WAIT_LIMIT_S)
     receiver.cancel()
     release.set()
     with pytest.raises(asyncio.CancelledError):

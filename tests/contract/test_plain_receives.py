@@ -1,0 +1,130 @@
+"""A plain receive on PostgreSQL is one statement that is its own transaction
+(statements.TAKE_PLAIN_FIRST); a receive whose removal must place something (a journal copy,
+an acknowledgment) still runs as a transaction with its consequences, even when what makes it
+so was changed by another process after this one remembered the queue."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from qm.manager import QueueManager
+from qm.model import MessageProperties, QueueChanges
+from qm.reading import QueueReader
+from qm.store import Claim, Selector
+from storage import driver_sql
+from storage.store import SqlStore
+from tests.contract.support import bodies_of, counts, new_queue
+
+pytestmark = pytest.mark.anyio
+
+PATH = "private$/orders"
+ADMIN = "private$/admin"
+ADMIN_FORMAT_NAME = "DIRECT=OS:.\\private$\\admin"
+POS_RECEIVE = 0x02
+
+
+@pytest.fixture(autouse=True)
+def _postgresql_only(database_url: str) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite receives in a transaction: BEGIN IMMEDIATE takes the write lock first")
+
+
+@contextmanager
+def driver_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The statements run on the driver in the block, and "BEGIN" for each transaction begun."""
+    calls: list[str] = []
+    driver = driver_sql._DRIVERS["asyncpg"]
+    rows, begin = driver.rows, driver.begin
+
+    async def recorded_rows(self: Any, sql: str, values: Any) -> Any:
+        calls.append(sql.split(None, 1)[0].upper())
+        return await rows(self, sql, values)
+
+    async def recorded_begin(self: Any) -> None:
+        calls.append("BEGIN")
+        await begin(self)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(driver, "rows", recorded_rows)
+        patched.setattr(driver, "begin", recorded_begin)
+        yield calls
+
+
+async def test_a_plain_receive_is_one_statement_and_keeps_the_totals(
+    manager: QueueManager, reader: QueueReader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await new_queue(manager, PATH)
+    for body in (b"one", b"two!"):
+        await manager.send(PATH, MessageProperties(body=body))
+    await manager.known_queue(PATH)
+    with driver_calls(monkeypatch) as calls:
+        assert bodies_of([await reader.receive(PATH, 0)]) == [b"one"]
+    assert calls == ["WITH"]
+    assert await counts(manager, PATH) == (1, 4)
+
+
+async def test_concurrent_plain_receives_of_one_queue_take_their_messages_in_one_statement(
+    manager: QueueManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await new_queue(manager, PATH)
+    for body in (b"1", b"2", b"3"):
+        await manager.send(PATH, MessageProperties(body=body))
+    queue = await manager.known_queue(PATH)
+    store = manager.store
+    assert isinstance(store, SqlStore)
+    now = manager.clock.now()
+    blocker = asyncio.ensure_future(store.take(queue, Selector(), now, Claim()))
+    await asyncio.sleep(0)  # its batch is under way: the next four queue up behind it
+    with driver_calls(monkeypatch) as calls:
+        followers = (store.take(queue, Selector(), now, Claim()) for _ in range(4))
+        taken = await asyncio.gather(blocker, *followers)
+    assert bodies_of(taken[:3]) == [b"1", b"2", b"3"] and taken[3:] == [None, None]
+    assert calls.count("BEGIN") == 0 and "WITH" in calls
+    assert await counts(manager, PATH) == (0, 0)
+
+
+async def test_journaling_switched_on_elsewhere_still_makes_the_journal_copy(
+    manager: QueueManager, reader: QueueReader, other_process: QueueManager
+) -> None:
+    await new_queue(manager, PATH)
+    await manager.known_queue(PATH)  # remembered here without journaling
+    await manager.send(PATH, MessageProperties(body=b"kept"))
+    await other_process.update_queue(PATH, QueueChanges(journal=True))
+    assert bodies_of([await reader.receive(PATH, 0)]) == [b"kept"]
+    assert bodies_of([await reader.receive(f"{PATH};journal", 0)]) == [b"kept"]
+
+
+async def test_a_receive_acknowledgment_behind_a_plain_message_is_made(
+    manager: QueueManager, reader: QueueReader
+) -> None:
+    """Two receives in one batch: the first message is plain, the second asks for a receive
+    acknowledgment; both go through the transaction, and the acknowledgment is placed."""
+    await new_queue(manager, PATH)
+    await new_queue(manager, ADMIN)
+    await manager.send(PATH, MessageProperties(body=b"plain"))
+    asking = MessageProperties(body=b"asks", admin_queue=ADMIN_FORMAT_NAME, acknowledge=POS_RECEIVE)
+    await manager.send(PATH, asking)
+    queue = await manager.known_queue(PATH)
+    store = manager.store
+    assert isinstance(store, SqlStore)
+    now = manager.clock.now()
+    blocker = asyncio.ensure_future(store.take(queue, Selector(), now, Claim()))
+    await asyncio.sleep(0)
+    taken = await asyncio.gather(blocker, store.take(queue, Selector(), now, Claim()))
+    assert bodies_of(taken) == [b"plain", b"asks"]
+    assert await counts(manager, ADMIN) == (1, 0)
+
+
+async def test_a_receive_acknowledgment_asked_for_is_made(manager: QueueManager, reader: QueueReader) -> None:
+    await new_queue(manager, PATH)
+    await new_queue(manager, ADMIN)
+    asking = MessageProperties(body=b"asks", admin_queue=ADMIN_FORMAT_NAME, acknowledge=POS_RECEIVE)
+    await manager.send(PATH, asking)
+    assert bodies_of([await reader.receive(PATH, 0)]) == [b"asks"]
+    assert await counts(manager, ADMIN) == (1, 0)
+    assert await counts(manager, PATH) == (0, 0)
