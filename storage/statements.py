@@ -160,14 +160,31 @@ QUEUE_ROOM_LOCKED = QUEUE_ROOM.with_for_update(of=queues)
 
 MACHINE_BYTES = sa.select(sa.func.sum(q.byte_count))
 
-NEXT_COUNTERS = (
-    sa.select(message_counter.next_value())
-    .select_from(sa.func.generate_series(1, sa.bindparam("count", type_=sa.Integer)))
-    .where(sa.func.pg_current_xact_id().is_not(None))
-)
+
+def _counters(taken: sa.ColumnElement[Any]) -> sa.Select[Any]:
+    return (
+        sa.select(taken)
+        .select_from(sa.func.generate_series(1, sa.bindparam("count", type_=sa.Integer)))
+        .where(sa.func.pg_current_xact_id().is_not(None))
+    )
+
+
+NEXT_COUNTERS = _counters(message_counter.next_value())
 """PostgreSQL: `:count` counters. The transaction takes its ID before its first counter (the
 condition is evaluated once, before the series): the commit fence (CommitFence) sees every
 allocator."""
+
+COUNTERS = "counters"
+"""QUEUE_ROOM_WITH_COUNTERS's column of the counters taken."""
+QUEUE_ROOM_WITH_COUNTERS = QUEUE_ROOM_LOCKED.add_columns(
+    _counters(sa.func.array_agg(message_counter.next_value())).scalar_subquery().label(COUNTERS)
+)
+"""QUEUE_ROOM_LOCKED that also takes `:count` counters (PostgreSQL sends): one round trip
+instead of two. The counters are an uncorrelated subquery (an InitPlan, run once, the same
+array on every row) that keeps NEXT_COUNTERS's condition: PostgreSQL may run it before it
+locks the first row, and a row lock gives the transaction its ID only once the lock is
+granted, so without the condition a send waiting for a queue's row would hold counters the
+commit fence cannot see (tests/contract/test_send_statements.py)."""
 
 RAISE_COUNTER = (
     sa.update(queue_manager)
@@ -187,6 +204,47 @@ ADD_TO_TOTALS = (
     )
 )
 """A queue's message count and bytes (`:queue`) change by `:number` and `:bytes`."""
+
+
+def _insert_adding_to_totals() -> sa.Update:
+    # Untyped values cast in SQL: asyncpg encodes the lists itself, and a typed ARRAY's bind
+    # processor would walk every list in Python (about a fifth of a send's CPU).
+    arrays = [sa.cast(sa.bindparam(column.name), postgresql.ARRAY(column.type)) for column in m]
+    arrived = (
+        sa.func.unnest(*arrays)
+        .table_valued(*(sa.column(column.name, column.type) for column in m))
+        .render_derived(name="arrived")
+    )
+    inserted = (
+        sa.insert(messages)
+        .from_select([column.name for column in m], sa.select(*arrived.c))
+        .returning(m.queue_id, m.body_size)
+        .cte("inserted")
+    )
+    added = (
+        sa.select(
+            inserted.c.queue_id,
+            sa.func.count().label("number"),
+            sa.cast(sa.func.sum(inserted.c.body_size), sa.BigInteger).label("bytes"),
+        )
+        .group_by(inserted.c.queue_id)
+        .subquery("added")
+    )
+    return (
+        sa.update(queues)
+        .where(q.id == added.c.queue_id)
+        .values(message_count=q.message_count + added.c.number, byte_count=q.byte_count + added.c.bytes)
+    )
+
+
+INSERT_ADDING_TO_TOTALS = _insert_adding_to_totals()
+"""PostgreSQL: INSERT_MESSAGES and ADD_TO_TOTALS in one statement: the rows as one array per
+column (`:lookup_id`, `:queue_id`, ... in `messages`' columns; one form whatever the number of
+rows, and no limit of bound values per statement), inserted in a data-modifying CTE whose
+rows are summed per queue. The UPDATE ... FROM may lock the queues' rows in any order, so
+only for a transaction that holds them all already (the send after QUEUE_ROOM_WITH_COUNTERS)
+or that changes one queue: elsewhere a second row could be locked before a lower ID, against
+the lock order (tests/contract/test_lock_order.py)."""
 
 
 def _remember(insert: Any) -> Any:
