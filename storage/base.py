@@ -148,9 +148,12 @@ class StoreBase:
         if self._sqlite or not (queues_held or len({value["queue_id"] for value in values}) == 1):
             await driver_sql.execute_many(connection, statements.INSERT_MESSAGES, values)
             await add_to_totals(connection, values, sign=1)
+        elif len(values) <= statements.ROWS_AS_VALUES:
+            merged = statements.insert_values_adding_to_totals(len(values), tuple(values[0]))
+            await driver_sql.fetch(connection, merged, driver_sql.numbered(values))
         else:
             columns = {column: [value[column] for value in values] for column in values[0]}
-            await driver_sql.fetch(connection, statements.INSERT_ADDING_TO_TOTALS, columns)
+            await driver_sql.fetch(connection, statements.INSERT_ARRAYS_ADDING_TO_TOTALS, columns)
         self.changed(connection, (value["queue_id"] for value in values if value["state"] == AVAILABLE))
         return values
 

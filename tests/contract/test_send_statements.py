@@ -19,8 +19,9 @@ from qm.clock import SettableClock
 from qm.disposal import Placement, PlacementKind
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueSettings
+from storage import statements
 from storage.store import SqlStore
-from storage.tables import queues
+from storage.tables import messages, queues
 from tests.contract.support import WAIT_LIMIT_S, counts, store_message
 from tests.contract.test_empty_queue_reads import statements_run
 
@@ -71,6 +72,28 @@ async def test_a_batch_over_two_queues_adds_to_both_totals_in_the_one_statement(
     assert 0 not in lookup_ids and lookup_ids == sorted(lookup_ids)  # counters in batch order
     assert await counts(manager, "private$/first") == (1, len(BODY.body))
     assert await counts(manager, "private$/second") == (2, 2 * len(BODY.body))
+
+
+async def test_a_large_batch_stores_each_message_as_a_lone_send_stores_it(
+    manager: QueueManager, store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above statements.ROWS_AS_VALUES rows the insert takes a column of values per array
+    (on PostgreSQL): every column arrives as from a one-row VALUES list, NULLs included."""
+    queue = await manager.create_queue("private$/large", QueueSettings())
+    full = MessageProperties(
+        body=b"full", label="every column", correlation_id=bytes(range(20)), app_specific=7, priority=5
+    )
+    alone = store_message(manager, queue.id, full)
+    batch = [store_message(manager, queue.id, full) for _ in range(statements.ROWS_AS_VALUES + 4)]
+    await store.enqueue([alone])
+    with statements_run(manager, monkeypatch) as seen:
+        await store.enqueue(batch)
+    assert store._sqlite or _kinds(seen) == Counter({"SELECT": 1, "WITH": 1}), seen
+    async with store.engine.connect() as connection:
+        found = (await connection.execute(sa.select(messages).order_by(messages.c.lookup_id))).mappings()
+        stored = [{**row, "lookup_id": None, "message_id": None} for row in found]
+    assert len(stored) == len(batch) + 1 and all(row == stored[0] for row in stored), stored[:2]
+    assert await counts(manager, "private$/large") == (len(stored), len(stored) * len(full.body))
 
 
 async def test_copies_to_several_queues_outside_a_send_add_to_the_totals_in_id_order(
