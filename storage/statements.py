@@ -227,7 +227,7 @@ def _adding_to_totals(insert: sa.Insert) -> sa.Update:
 
 def _arrays() -> sa.Insert:
     # Untyped values cast in SQL: asyncpg encodes the lists itself, and a typed ARRAY's bind
-    # processor would walk every list in Python (about a fifth of a send's CPU).
+    # processor would walk every list in Python (a quarter of a one-message send's CPU).
     arrays = [sa.cast(sa.bindparam(column.name), postgresql.ARRAY(column.type)) for column in m]
     arrived = (
         sa.func.unnest(*arrays)
@@ -240,8 +240,8 @@ def _arrays() -> sa.Insert:
 ROWS_AS_VALUES = 8
 """Rows up to which a merged insert is a VALUES list (insert_values_adding_to_totals), and
 above which arrays (INSERT_ARRAYS_ADDING_TO_TOTALS). For one message, asyncpg encodes 40
-values in about half the CPU it takes for 40 one-element arrays (about 0.1 ms a send, in a
-profile); arrays keep one form whatever the number of rows and stay under the driver's 32,767
+values in about half the CPU it takes for 40 one-element arrays (0.15 ms a send, under
+cProfile); arrays keep one form whatever the number of rows and stay under the driver's 32,767
 values per statement (40 columns: 819 rows)."""
 
 
