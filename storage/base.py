@@ -125,19 +125,35 @@ class StoreBase:
         return self._guid
 
     async def insert_messages(
-        self, connection: AsyncConnection, batch: Sequence[NewMessage]
+        self,
+        connection: AsyncConnection,
+        batch: Sequence[NewMessage],
+        counters: Sequence[int] | None = None,
+        queues_held: bool = False,
     ) -> list[dict[str, Any]]:
-        """Assign counters and lookup IDs, insert, and add to the queues' totals; return the rows."""
+        """Assign counters and lookup IDs, insert, and add to the queues' totals; return the rows.
+
+        `counters`: taken already, ascending, at least one per message (`_room`); the first
+        ones are used. `queues_held`: the transaction holds every target queue's row lock
+        (`_room`), so the insert and the totals may be one statement on PostgreSQL."""
         if not batch:
             return []
-        counters = await self._allocate_counters(connection, len(batch))
+        if counters is None:
+            counters = await self._allocate_counters(connection, len(batch))
         values = []
-        for item, counter in zip(batch, counters, strict=True):
+        for item, counter in zip(batch, counters[: len(batch)], strict=True):
             lookup_id = rules.lookup_id_for(item.properties.priority, counter)
             message_id = item.message_id or rules.message_id_for(self._identity(), counter)
             values.append(rows.message_values(item, lookup_id, message_id))
-        await driver_sql.execute_many(connection, statements.INSERT_MESSAGES, values)
-        await add_to_totals(connection, values, sign=1)
+        if self._sqlite or not (queues_held or len({value["queue_id"] for value in values}) == 1):
+            await driver_sql.execute_many(connection, statements.INSERT_MESSAGES, values)
+            await add_to_totals(connection, values, sign=1)
+        elif len(values) <= statements.ROWS_AS_VALUES:
+            merged = statements.insert_values_adding_to_totals(len(values), tuple(values[0]))
+            await driver_sql.fetch(connection, merged, driver_sql.numbered(values))
+        else:
+            columns = {column: [value[column] for value in values] for column in values[0]}
+            await driver_sql.fetch(connection, statements.INSERT_ARRAYS_ADDING_TO_TOTALS, columns)
         self.changed(connection, (value["queue_id"] for value in values if value["state"] == AVAILABLE))
         return values
 
@@ -171,19 +187,22 @@ class StoreBase:
 
     async def _room(
         self, connection: AsyncConnection, items: Sequence[NewMessage]
-    ) -> tuple[dict[int, QueueRoom], MachineRoom]:
+    ) -> tuple[dict[int, QueueRoom], MachineRoom, list[int] | None]:
         """Lock the destinations' rows in id order (no deadlocks); return what each holds, and
         the queue manager's quota and throttle as stored now (one statement) with its bytes
-        when a quota is set.
+        when a quota is set. On PostgreSQL the same statement takes a counter per message,
+        returned ascending (those of messages refused later stay unused: gaps are normal);
+        SQLite's come with the insert (None).
 
         A message whose queue was deleted meanwhile (its ID gone, or reused by a newer queue
         under another name) fails the batch with MQ_ERROR_QUEUE_NOT_FOUND; the group commit
         then retries each request alone, so only the messages for that queue fail."""
-        statement = statements.QUEUE_ROOM if self._sqlite else statements.QUEUE_ROOM_LOCKED
-        queue_ids = sorted({item.queue_id for item in items})
-        found = {
-            row["id"]: row for row in await driver_sql.fetch(connection, statement, {"queue_ids": queue_ids})
-        }
+        values: dict[str, Any] = {"queue_ids": sorted({item.queue_id for item in items})}
+        if self._sqlite:
+            statement = statements.QUEUE_ROOM
+        else:
+            statement, values["count"] = statements.QUEUE_ROOM_WITH_COUNTERS, len(items)
+        found = {row["id"]: row for row in await driver_sql.fetch(connection, statement, values)}
         for item in items:  # every message: two in a batch may name one ID by different paths
             row = found.get(item.queue_id)
             if row is None or (item.queue_key is not None and row["path_key"] != item.queue_key):
@@ -193,7 +212,9 @@ class StoreBase:
         if limits["machine_quota_kb"] != INFINITE:
             byte_count = int((await connection.execute(statements.MACHINE_BYTES)).scalar() or 0)
         machine = MachineRoom(limits["machine_quota_kb"], bool(limits["throttled"]), byte_count)
-        return {row["id"]: QueueRoom(row["byte_count"], row["quota_kb"]) for row in found.values()}, machine
+        counters = None if self._sqlite else sorted(limits[statements.COUNTERS])
+        totals = {row["id"]: QueueRoom(row["byte_count"], row["quota_kb"]) for row in found.values()}
+        return totals, machine, counters
 
     @staticmethod
     async def _delete_rows(connection: AsyncConnection, leaving: Iterable[Mapping[Any, Any]]) -> None:
@@ -244,7 +265,7 @@ class CommitFence:
     (group-commit batches of two gateway processes, dead-letter and journal copies), so the
     last value handed out may belong to a transaction that commits later, and lower ones
     too. The fence: read the sequence's value V, then take a snapshot S. Every transaction
-    that took a counter up to V had its transaction ID by then (`_allocate_counters`), so
+    that took a counter up to V had its transaction ID by then (`_allocate_counters`, `_room`), so
     it is finished or in S's in-progress list; once all of those have ended, V is settled.
     Nothing is written and senders never wait: a candidate (V, S) is kept until a later
     call sees its transactions ended (usually the next call, milliseconds later), then the

@@ -192,9 +192,13 @@ async def insert_returning(
     driver: _Driver | None = _BEGUN.get(connection)
     if driver is None:
         return [dict(row) for row in (await connection.execute(statement, list(rows))).mappings()]
-    numbered = {f"{key}_{index}": value for index, row in enumerate(rows) for key, value in row.items()}
     many = _multi_row(statement, len(rows), tuple(rows[0]))
-    return await fetch(connection, many, numbered)
+    return await fetch(connection, many, numbered(rows))
+
+
+def numbered(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several rows' values as one statement's: `{key}_{row}`, as a multi-row VALUES names them."""
+    return {f"{key}_{index}": value for index, row in enumerate(rows) for key, value in row.items()}
 
 
 async def _call(connection: AsyncConnection, sql: str, values: Any, call: Any) -> Any:

@@ -119,7 +119,7 @@ class MessageStore(StreamStore):
         items = [item for request in requests for item in request.messages]
         relaxed = self._relaxed_express and all(request.express for request in requests)
         async with self._transaction(relaxed=relaxed) as connection:
-            totals, room = await self._room(connection, items)
+            totals, room, counters = await self._room(connection, items)
             fresh = await self._remember(connection, items)
             acceptable = set(fresh)
             outcomes = [await self._admission(connection, item, totals, room, acceptable) for item in items]
@@ -129,7 +129,7 @@ class MessageStore(StreamStore):
                 for item, outcome in zip(items, outcomes, strict=True)
                 if outcome is EnqueueOutcome.ACCEPTED
             ]
-            inserted = await self.insert_messages(connection, accepted)
+            inserted = await self.insert_messages(connection, accepted, counters, queues_held=True)
             arrived = [row for row in inserted if row["transaction_id"] is None]
             if arrived:
                 await Consequences(self, connection, accepted[0].arrived_time).follow(arrived, Reason.ARRIVED)
