@@ -518,7 +518,7 @@ class QueueManager:
             try:
                 message = await self._attempt_after(attempt, woken and takes_first, queue.id)
                 if message is not None:
-                    if woken and takes_first:
+                    if woken and takes_first and self.store.may_have_more(queue.id):
                         self.wakeups.pass_on(queue.id)  # there may be more than the wake-ups said
                     return self._as_read(message)
                 remaining = 3600.0 if give_up_at is None else give_up_at - loop.time()

@@ -178,6 +178,12 @@ class Store(TriggerStore, Protocol):
 
     async def take(self, queue: Queue, selector: Selector, now: datetime, claim: Claim) -> Message | None: ...
 
+    def may_have_more(self, queue_id: int) -> bool:
+        """After a take of the queue's first message: False only where the store read, when
+        it took it, that the queue had nothing more available (a message made available
+        since has a wake-up of its own). It only decides whether a wake-up is handed on."""
+        ...
+
     async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
         """Receive (remove) up to `limit` available messages in queue order, in one statement."""
         ...

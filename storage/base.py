@@ -62,6 +62,9 @@ class StoreBase:
         made available, less what it received, and what it last counted (MessageStore.take
         counts before it claims where it expects none). A hint that saves work, never trusted
         for an answer."""
+        self._none_left: set[int] = set()
+        """Queues whose last plain receive here read from the database that it left no message
+        available, with no message made available here since (may_have_more)."""
 
     def attach(self, policy: DisposalPolicy, wakeups: WakeUps) -> None:
         self._policy = policy
@@ -93,8 +96,11 @@ class StoreBase:
                 await driver_sql.execute_text(connection, "SET LOCAL synchronous_commit = off")
             connection.info["changed_queues"] = changed
             yield connection
+        if len(self._expected) >= MAX_EXPECTED:
+            self._expected.clear()  # a hint only: forgetting costs one count per queue
         for queue_id, count in changed.items():
             self._expected[queue_id] = self._expected.get(queue_id, 0) + count
+        self._none_left.difference_update(changed)
         if changed and self._wakeups is not None:
             self._wakeups.signal(changed.elements())
 
@@ -109,6 +115,18 @@ class StoreBase:
                 yield connection
             else:
                 yield await connection.execution_options(isolation_level="AUTOCOMMIT")
+
+    def may_have_more(self, queue_id: int) -> bool:
+        """False only where this process's last receive of the queue read from the database
+        that it left nothing available then, and nothing was made available here since: any
+        message that came later brings a wake-up of its own."""
+        return queue_id not in self._none_left
+
+    def _drained(self, queue_id: int, none_left: bool) -> None:
+        if none_left and len(self._none_left) < MAX_EXPECTED:
+            self._none_left.add(queue_id)
+        else:
+            self._none_left.discard(queue_id)
 
     @staticmethod
     def changed(connection: AsyncConnection, queue_ids: Iterable[int]) -> None:
@@ -253,6 +271,9 @@ _SNAPSHOT = sa.text(
     "  FROM pg_snapshot_xip(CAST(CAST(:before AS text) AS pg_snapshot)) AS x) AS ended"
 )
 
+
+MAX_EXPECTED = 65536
+"""Queues with an expected count (StoreBase._expected), at most."""
 
 FIRST_SETTLE_TRIES = 100
 FIRST_SETTLE_PAUSE_S = 0.01

@@ -19,7 +19,7 @@ from qm.model import Delivery, Message, NewMessage, Queue
 from qm.paths import QueuePath
 from qm.store import Claim, ClaimKind, EnqueueOutcome, EnqueueResult, PositionState, Selector
 from storage import driver_sql, rows, statements
-from storage.base import MachineRoom, QueueRoom
+from storage.base import MAX_EXPECTED, MachineRoom, QueueRoom
 from storage.consequences import Consequences
 from storage.errors import is_unavailable
 from storage.group_commit import GroupCommit, GroupCommitConfig
@@ -55,6 +55,9 @@ class ReceiveRequest:
     queue: Queue
     now: datetime
     caller: asyncio.Task[Any] | None = field(default_factory=asyncio.current_task)
+    left_after: list[int] = field(default_factory=list)
+    """Set by a batch that read what the queue had left once it took its messages
+    (TAKE_PLAIN_FIRST), for the caller served by it: how many were available still."""
 
     @property
     def abandoned(self) -> bool:
@@ -263,8 +266,16 @@ class MessageStore(StreamStore):
             if expected == 0:
                 self._expect(queue.id, 0)
                 return None
-        message = await self.receive_group.submit(ReceiveRequest(queue, now))
-        self._expect(queue.id, 0 if message is None else expected - 1)
+        request = ReceiveRequest(queue, now)
+        message = await self.receive_group.submit(request)
+        if message is None:
+            self._expect(queue.id, 0)
+        elif request.left_after:  # what the database said was left: no guess, and a sure 0
+            self._expect(queue.id, request.left_after[-1])
+            self._drained(queue.id, request.left_after[-1] == 0)
+        else:
+            self._expect(queue.id, expected - 1)
+            self._drained(queue.id, False)
         return message
 
     def _expect(self, queue_id: int, count: int) -> None:
@@ -328,8 +339,9 @@ class MessageStore(StreamStore):
             [(queue_id, key)] = callers
             plain = await self._take_plain_first(queue_id, key, len(requests), now)
             if plain is not None:
-                taken: list[Message | BaseException | None] = [rows.message_from_row(row) for row in plain]
-                return taken + [None] * (len(requests) - len(taken))
+                for request in requests:
+                    request.left_after.append(plain.left)
+                return plain.answers(len(requests))
         answers: list[Message | BaseException | None] = [None] * len(requests)
         async with self._transaction() as connection:
             known: dict[int, tuple[QueuePath, bool]] = {}
@@ -350,19 +362,26 @@ class MessageStore(StreamStore):
                 raise _CallerWentAway  # roll back: the batch runs again without that caller
         return answers
 
-    async def _take_plain_first(self, queue_id: int, key: str, limit: int, now: datetime) -> list[Any] | None:
+    async def _take_plain_first(
+        self, queue_id: int, key: str, limit: int, now: datetime
+    ) -> _PlainTake | None:
         """PostgreSQL: the queue's first messages taken in one statement that is its own
         transaction (statements.TAKE_PLAIN_FIRST: one round trip where the transaction takes
-        four), if their removal places nothing; None where the transaction must run: nothing
-        was available (or the queue is gone, or journals), or a message needs its
-        consequences. The commit is the statement's: like the COMMIT it replaces, a caller
-        cancelled meanwhile does not give its message back."""
+        four), if their removal places nothing; None where the transaction must run (the
+        queue journals, or a message needs its consequences). The commit is the statement's:
+        like the COMMIT it replaces, a caller cancelled meanwhile does not give its message
+        back."""
         values = statements.available_values(queue_id, rows.to_us(now)) | {"key": key, "limit": limit}
         async with self.engine.connect() as connection:
             found = await driver_sql.read(connection, statements.TAKE_PLAIN_FIRST, values)
-        if not found or found[0]["lookup_id"] is None:
+        if not found or found[0][statements.QUEUE_KEY] != key:
+            return _PlainTake([], 0, gone=True)
+        available = int(found[0][statements.AVAILABLE_BEFORE])
+        if found[0][statements.FIRST_LOCKED] is None:
+            return _PlainTake([], available)
+        if found[0]["lookup_id"] is None:
             return None
-        return found
+        return _PlainTake(found, max(available - len(found), 0))
 
     @staticmethod
     async def _answer_missing(
@@ -433,8 +452,21 @@ class MessageStore(StreamStore):
             return PositionState.LOCKED, row["queue_id"]
 
 
-MAX_EXPECTED = 65536
-"""Queues with an expected count (StoreBase._expected), at most."""
+@dataclass(frozen=True, slots=True)
+class _PlainTake:
+    """What TAKE_PLAIN_FIRST did: the rows it deleted (in queue order), how many messages the
+    queue had available besides (`left`), or that the queue is gone."""
+
+    taken: list[Any]
+    left: int
+    gone: bool = False
+
+    def answers(self, callers: int) -> list[Message | BaseException | None]:
+        """One per caller in the order they asked: a message each while there are some."""
+        if self.gone:
+            return [MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")] * callers
+        answers: list[Message | BaseException | None] = [rows.message_from_row(row) for row in self.taken]
+        return answers + [None] * (callers - len(answers))
 
 
 class _CallerWentAway(Exception):

@@ -345,21 +345,19 @@ def _plain_receipt() -> sa.ColumnElement[bool]:
 
 def _take_plain_first() -> sa.Select[Any]:
     queue_id = sa.bindparam("queue", type_=sa.Integer)
-    unjournaled = sa.exists().where(
-        q.id == queue_id, q.path_key == sa.bindparam("key", type_=q.path_key.type), q.journal.is_(False)
-    )
+    key = sa.bindparam("key", type_=q.path_key.type)
     first = (
         sa.select(m.lookup_id, _plain_receipt().label("plain"))
-        .where(available(pinned=True), unjournaled)
+        .where(available(pinned=True), sa.exists().where(q.id == queue_id, q.path_key == key))
         .order_by(*queue_order(queue_first=True))
         .limit(sa.bindparam("limit", type_=sa.Integer))
         .with_for_update(skip_locked=True)
         .cte("first_available")
     )
-    all_plain = ~sa.exists().where(first.c.plain.is_(False))
+    unjournaled = sa.exists().where(q.id == queue_id, q.path_key == key, q.journal.is_(False))
     taken = (
         sa.delete(messages)
-        .where(m.lookup_id.in_(sa.select(first.c.lookup_id)), all_plain)
+        .where(m.lookup_id.in_(sa.select(first.c.lookup_id)), ~sa.exists().where(~first.c.plain), unjournaled)
         .returning(*messages.c)
         .cte("taken")
     )
@@ -372,22 +370,39 @@ def _take_plain_first() -> sa.Select[Any]:
         .values(message_count=q.message_count - sums.c.number, byte_count=q.byte_count - sums.c.bytes)
         .cte("totals")
     )
+    queue_now = sa.select(q.path_key).where(q.id == queue_id).subquery("queue_now")
+    some = sa.select(m.lookup_id).where(available(pinned=True)).order_by(*queue_order(queue_first=True))
+    available_before = sa.select(sa.func.count()).select_from(some.limit(COUNT_AT_MOST).subquery())
     return (
-        sa.select(first.c.lookup_id.label(FIRST_LOCKED), *(taken.c[column.key] for column in messages.c))
-        .select_from(first.outerjoin(taken, taken.c.lookup_id == first.c.lookup_id))
+        sa.select(
+            queue_now.c.path_key.label(QUEUE_KEY),
+            available_before.scalar_subquery().label(AVAILABLE_BEFORE),
+            first.c.lookup_id.label(FIRST_LOCKED),
+            *(taken.c[column.key] for column in messages.c),
+        )
+        .select_from(
+            queue_now.outerjoin(first.outerjoin(taken, taken.c.lookup_id == first.c.lookup_id), sa.true())
+        )
         .order_by(first.c.lookup_id)
         .add_cte(totals)
     )
 
 
+QUEUE_KEY = "queue_key"
+"""TAKE_PLAIN_FIRST's column for the queue's path key as it is now."""
+AVAILABLE_BEFORE = "available_before"
+"""TAKE_PLAIN_FIRST's column for how many messages the queue had available when the statement
+began (its snapshot: those it took included, and those another receiver is taking),
+counted up to COUNT_AT_MOST."""
 FIRST_LOCKED = "first_locked"
 """TAKE_PLAIN_FIRST's column for the lookup ID of each first available message it locked."""
 
 TAKE_PLAIN_FIRST = _take_plain_first()
 """PostgreSQL, one statement that is its own transaction (autocommit, no BEGIN or COMMIT round
 trips): lock the first `:limit` available messages of the queue `:queue` if its path key is
-still `:key` and it does not journal; if every one of them is plain (_plain_receipt), delete
-them and subtract them from the queue's totals. One row per message locked (FIRST_LOCKED),
-with the deleted message's columns, or NULLs when they were not all plain: then nothing
-changed, and the receive takes the transaction with consequences. No rows: nothing available,
-or the queue is gone or journals. One queue row locked, so the lock-order rule holds."""
+still `:key`; if it does not journal and every one of them is plain (_plain_receipt), delete
+them and subtract them from the queue's totals. Rows: none if the queue ID names no queue;
+else one per message locked (FIRST_LOCKED; one row with NULL if none), each with the queue's
+key now (QUEUE_KEY), what was available (AVAILABLE_BEFORE) and the deleted message's
+columns, NULL when nothing was deleted: then nothing changed, and the receive takes the
+transaction with its consequences. One queue row locked, so the lock-order rule holds."""

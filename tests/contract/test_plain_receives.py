@@ -18,7 +18,7 @@ from qm.reading import QueueReader
 from qm.store import Claim, Selector
 from storage import driver_sql
 from storage.store import SqlStore
-from tests.contract.support import bodies_of, counts, new_queue
+from tests.contract.support import WAIT_LIMIT_S, WatchedWakeUps, bodies_of, counts, new_queue
 
 pytestmark = pytest.mark.anyio
 
@@ -128,3 +128,47 @@ async def test_a_receive_acknowledgment_asked_for_is_made(manager: QueueManager,
     assert bodies_of([await reader.receive(PATH, 0)]) == [b"asks"]
     assert await counts(manager, ADMIN) == (1, 0)
     assert await counts(manager, PATH) == (0, 0)
+
+
+async def test_a_message_stranded_without_a_wake_up_does_not_hold_back_the_next(
+    manager: QueueManager,
+    reader: QueueReader,
+    watched: WatchedWakeUps,
+    other_process: QueueManager,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another process's message brings no wake-up here (these wake-ups poll once a minute).
+    A local message then wakes one of two waiting receivers, which takes the other process's
+    message, first in queue order; what it read of the queue shows one more, so it hands the
+    wake-up on and the second receiver takes the local message at once."""
+    await new_queue(manager, PATH)
+    await manager.known_queue(PATH)
+    handed_on: list[int] = []
+    pass_on = watched.pass_on
+    monkeypatch.setattr(watched, "pass_on", lambda queue_id: (handed_on.append(queue_id), pass_on(queue_id)))
+    receivers = [asyncio.ensure_future(reader.receive(PATH, 60_000)) for _ in range(2)]
+    await watched.until_waiting(2)
+    await other_process.send(PATH, MessageProperties(body=b"stranded"))
+    await manager.send(PATH, MessageProperties(body=b"local"))
+    received = await asyncio.wait_for(asyncio.gather(*receivers), WAIT_LIMIT_S)
+    assert sorted(bodies_of(received)) == [b"local", b"stranded"]
+    assert len(handed_on) == 1
+
+
+async def test_a_woken_receiver_that_took_the_last_message_hands_no_wake_up_on(
+    manager: QueueManager, reader: QueueReader, watched: WatchedWakeUps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await new_queue(manager, PATH)
+    await manager.known_queue(PATH)
+    handed_on: list[int] = []
+    pass_on = watched.pass_on
+    monkeypatch.setattr(watched, "pass_on", lambda queue_id: (handed_on.append(queue_id), pass_on(queue_id)))
+    receivers = [asyncio.ensure_future(reader.receive(PATH, 60_000)) for _ in range(2)]
+    await watched.until_waiting(2)
+    await manager.send(PATH, MessageProperties(body=b"only"))
+    done, waiting = await asyncio.wait(receivers, timeout=WAIT_LIMIT_S, return_when=asyncio.FIRST_COMPLETED)
+    assert bodies_of([task.result() for task in done]) == [b"only"]
+    await watched.until_waiting(1)  # the other receiver still waits, not woken for nothing
+    assert handed_on == []
+    for task in waiting:
+        task.cancel()
