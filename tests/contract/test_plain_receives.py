@@ -130,6 +130,19 @@ async def test_a_receive_acknowledgment_asked_for_is_made(manager: QueueManager,
     assert await counts(manager, PATH) == (0, 0)
 
 
+def _recorded_hand_ons(watched: WatchedWakeUps, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The queue IDs of the wake-ups handed on from now on."""
+    handed_on: list[int] = []
+    pass_on = watched.pass_on
+
+    def recorded(queue_id: int) -> None:
+        handed_on.append(queue_id)
+        pass_on(queue_id)
+
+    monkeypatch.setattr(watched, "pass_on", recorded)
+    return handed_on
+
+
 async def test_a_message_stranded_without_a_wake_up_does_not_hold_back_the_next(
     manager: QueueManager,
     reader: QueueReader,
@@ -143,9 +156,7 @@ async def test_a_message_stranded_without_a_wake_up_does_not_hold_back_the_next(
     wake-up on and the second receiver takes the local message at once."""
     await new_queue(manager, PATH)
     await manager.known_queue(PATH)
-    handed_on: list[int] = []
-    pass_on = watched.pass_on
-    monkeypatch.setattr(watched, "pass_on", lambda queue_id: (handed_on.append(queue_id), pass_on(queue_id)))
+    handed_on = _recorded_hand_ons(watched, monkeypatch)
     receivers = [asyncio.ensure_future(reader.receive(PATH, 60_000)) for _ in range(2)]
     await watched.until_waiting(2)
     await other_process.send(PATH, MessageProperties(body=b"stranded"))
@@ -160,9 +171,7 @@ async def test_a_woken_receiver_that_took_the_last_message_hands_no_wake_up_on(
 ) -> None:
     await new_queue(manager, PATH)
     await manager.known_queue(PATH)
-    handed_on: list[int] = []
-    pass_on = watched.pass_on
-    monkeypatch.setattr(watched, "pass_on", lambda queue_id: (handed_on.append(queue_id), pass_on(queue_id)))
+    handed_on = _recorded_hand_ons(watched, monkeypatch)
     receivers = [asyncio.ensure_future(reader.receive(PATH, 60_000)) for _ in range(2)]
     await watched.until_waiting(2)
     await manager.send(PATH, MessageProperties(body=b"only"))
