@@ -55,9 +55,11 @@ class _Asyncpg(_Driver):
     async def begin(self) -> None:
         # SQLAlchemy's adapter begins at its own first statement; begun through the adapter,
         # the transaction is the one SQLAlchemy's commit and rollback end.
-        if not self.connection.is_in_transaction():
+        if self.adapter._transaction is None:
             await self.adapter._start_transaction()
-        if not self.connection.is_in_transaction():
+        # Both must hold: a driver transaction the adapter does not track would be one that
+        # SQLAlchemy's commit leaves open (its commit only ends the adapter's own).
+        if self.adapter._transaction is None or not self.connection.is_in_transaction():
             raise RuntimeError("SQLAlchemy's asyncpg adapter did not begin a transaction")
 
     async def rows(self, sql: str, values: Sequence[Any]) -> Sequence[Sequence[Any]]:

@@ -351,6 +351,7 @@ def test_the_library_internals_the_driver_path_uses_are_still_there() -> None:
     raises errors through SQLAlchemy's own translation; an upgrade that renames them fails
     here by name (the contract tests above fail too, less plainly)."""
     assert inspect.iscoroutinefunction(AsyncAdapt_asyncpg_connection._start_transaction)
+    assert "_transaction" in AsyncAdapt_asyncpg_connection.__slots__
     for adapter in (AsyncAdapt_asyncpg_connection, AsyncAdapt_aiosqlite_connection):
         assert callable(adapter._handle_exception)
     parameters = list(inspect.signature(sa.Connection._handle_dbapi_exception).parameters)
