@@ -96,6 +96,11 @@ class StoreBase:
                 await driver_sql.execute_text(connection, "SET LOCAL synchronous_commit = off")
             connection.info["changed_queues"] = changed
             yield connection
+        self._committed(changed)
+
+    def _committed(self, changed: Counter[int]) -> None:
+        """After a commit that made messages available (a queue ID per message): expect them,
+        and wake one reader per message."""
         if len(self._expected) >= MAX_EXPECTED:
             self._expected.clear()  # a hint only: forgetting costs one count per queue
         for queue_id, count in changed.items():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -70,6 +72,9 @@ class MessageStore(StreamStore):
         super().__init__(engine)
         config = group_commit or GroupCommitConfig()
         self._relaxed_express = config.relaxed_express
+        self._admitting: dict[int, float] = {}
+        """Queue ID -> until when (monotonic) its sends run the transaction: the last one
+        found a quota or the throttle set, so ENQUEUE_PLAIN would store nothing."""
         self.group_commit: GroupCommit[EnqueueRequest, list[EnqueueResult]] = GroupCommit(
             self._enqueue_batch, config.max_batch, config.max_wait_s
         )
@@ -101,7 +106,8 @@ class MessageStore(StreamStore):
         unavailable, each request is retried in a transaction of its own, so that a message
         that cannot be stored fails alone (its caller gets the error, the others commit)."""
         try:
-            return list(await self._enqueue_together(requests))
+            plain = await self._enqueue_plain(requests)
+            return list(plain if plain is not None else await self._enqueue_together(requests))
         except Exception as error:
             if len(requests) == 1 or is_unavailable(error):
                 raise
@@ -114,6 +120,71 @@ class MessageStore(StreamStore):
                     raise
                 outcomes.append(error)
         return outcomes
+
+    async def _enqueue_plain(self, requests: Sequence[EnqueueRequest]) -> list[list[EnqueueResult]] | None:
+        """PostgreSQL: a batch of plain messages for one queue in one statement that is its own
+        transaction (statements.ENQUEUE_PLAIN: one round trip where the transaction takes
+        four); None where the transaction must run: the batch is not plain (_plain_batch), or
+        a quota or the throttle is set (the statement then stores nothing)."""
+        items = self._plain_batch(requests)
+        if items is None:
+            return None
+        values = [rows.message_values(item, 0, "") for item in items]
+        arguments: dict[str, Any]
+        if len(values) == 1:
+            statement, arguments = statements.ENQUEUE_PLAIN_ONE, dict(values[0])
+        else:
+            statement = statements.ENQUEUE_PLAIN
+            arguments = {name: [value[name] for value in values] for name in statements.PLAIN_SEND_COLUMNS}
+        arguments |= {
+            "queue": items[0].queue_id,
+            "key": items[0].queue_key,
+            "count": len(items),
+            statements.MESSAGE_ID_PREFIX: rules.message_id_for(self._identity(), 0)[:-1],
+        }
+        async with self.engine.connect() as connection:
+            stored = await driver_sql.read(connection, statement, arguments)
+        if not stored:  # a quota or the throttle: admission decides, here for a while
+            self._admitting[items[0].queue_id] = time.monotonic() + ADMISSION_HINT_S
+            return None
+        self._committed(Counter(item.queue_id for item in items))
+        placed = iter(
+            EnqueueResult(EnqueueOutcome.ACCEPTED, row["lookup_id"], row["message_id"]) for row in stored
+        )
+        return [[next(placed) for _ in request.messages] for request in requests]
+
+    def _plain_batch(self, requests: Sequence[EnqueueRequest]) -> list[NewMessage] | None:
+        """The batch's messages if ENQUEUE_PLAIN can store them: PostgreSQL, one queue known by
+        its path key, a durable commit, no callback, and no message with a duplicate key, a
+        stream, a transaction, a message ID of its own or an arrival that places something."""
+        if self._sqlite or any(request.within is not None for request in requests):
+            return None
+        if self._relaxed_express and all(request.express for request in requests):
+            return None  # SET LOCAL synchronous_commit needs a transaction block
+        items = [item for request in requests for item in request.messages]
+        first = items[0]
+        if self._admitting and self._admitting.get(first.queue_id, 0.0) > time.monotonic():
+            return None
+        policy = self.policy
+        for item in items:
+            properties = item.properties
+            if (
+                item.queue_id != first.queue_id
+                or item.queue_key is None
+                or item.queue_key != first.queue_key
+                or item.duplicate_key is not None
+                or item.stream is not None
+                or item.transaction_id is not None
+                or item.message_id
+                or (
+                    policy is not None
+                    and policy.arrival_may_place(
+                        int(properties.journal), properties.admin_queue, int(properties.acknowledge)
+                    )
+                )
+            ):
+                return None
+        return items
 
     async def _enqueue_together(self, requests: Sequence[EnqueueRequest]) -> list[list[EnqueueResult]]:
         """A constant number of statements per batch, whatever its size: the queues and the
@@ -337,7 +408,7 @@ class MessageStore(StreamStore):
             callers.setdefault((request.queue.id, request.queue.path.key), []).append(index)
         if len(callers) == 1 and not self._sqlite and not requests[0].queue.settings.journal:
             [(queue_id, key)] = callers
-            plain = await self._take_plain_first(queue_id, key, len(requests), now)
+            plain = await self._take_plain_first(queue_id, key, requests, now)
             if plain is not None:
                 for request in requests:
                     request.left_after.append(plain.left)
@@ -363,7 +434,7 @@ class MessageStore(StreamStore):
         return answers
 
     async def _take_plain_first(
-        self, queue_id: int, key: str, limit: int, now: datetime
+        self, queue_id: int, key: str, requests: Sequence[ReceiveRequest], now: datetime
     ) -> _PlainTake | None:
         """PostgreSQL: the queue's first messages taken in one statement that is its own
         transaction (statements.TAKE_PLAIN_FIRST: one round trip where the transaction takes
@@ -371,11 +442,16 @@ class MessageStore(StreamStore):
         queue journals, or a message needs its consequences). The commit is the statement's:
         like the COMMIT it replaces, a caller cancelled meanwhile does not give its message
         back."""
+        limit = len(requests)
         values = statements.available_values(queue_id, rows.to_us(now)) | {"key": key, "limit": limit}
         async with self.engine.connect() as connection:
+            if any(request.abandoned for request in requests):
+                return None  # went away while a connection was found: the transaction decides
             found = await driver_sql.read(connection, statements.TAKE_PLAIN_FIRST, values)
         if not found or found[0][statements.QUEUE_KEY] != key:
             return _PlainTake([], 0, gone=True)
+        if not found[0][statements.QUEUE_LOCKED]:
+            return None  # the queue journals, or a send holds its row: the transaction waits
         available = int(found[0][statements.AVAILABLE_BEFORE])
         if found[0][statements.FIRST_LOCKED] is None:
             return _PlainTake([], available)
@@ -467,6 +543,10 @@ class _PlainTake:
             return [MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")] * callers
         answers: list[Message | BaseException | None] = [rows.message_from_row(row) for row in self.taken]
         return answers + [None] * (callers - len(answers))
+
+
+ADMISSION_HINT_S = 10.0
+"""How long a queue's sends skip ENQUEUE_PLAIN after it stored nothing (a quota, the throttle)."""
 
 
 class _CallerWentAway(Exception):

@@ -16,13 +16,19 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.sql.dml import ReturningDelete
 
-from qm.model import MAX_PRIORITY
-from qm.rules import COUNTER_MASK, lookup_id_for
+from qm.model import INFINITE, MAX_PRIORITY, Acknowledgment
+from qm.rules import COUNTER_BITS, COUNTER_MASK, lookup_id_for
 from qm.store import Seek, Selector
 from storage.tables import AVAILABLE, message_counter, messages, queue_manager, queues, received_message_ids
 
 m = messages.c
 q = queues.c
+
+
+def _constant(value: int) -> sa.ColumnElement[int]:
+    """An integer of ours written into the SQL: a bound value would take the other operand's
+    type (a counter's bigint mask bound as int32, a shift's count as bigint)."""
+    return sa.literal_column(str(int(value)), sa.BigInteger)
 
 
 def available(pinned: bool = False) -> sa.ColumnElement[bool]:
@@ -225,10 +231,16 @@ def _adding_to_totals(insert: sa.Insert) -> sa.Update:
     )
 
 
+def _unbounded(type_: Any) -> Any:
+    """A cast's type without its length: an explicit cast to VARCHAR(n) cuts a longer value
+    silently, where the INSERT's own assignment to the column refuses it, as a plain value is."""
+    return sa.String() if isinstance(type_, sa.String) else type_
+
+
 def _arrays() -> sa.Insert:
     # Untyped values cast in SQL: asyncpg encodes the lists itself, and a typed ARRAY's bind
     # processor would walk every list in Python (a quarter of a one-message send's CPU).
-    arrays = [sa.cast(sa.bindparam(column.name), postgresql.ARRAY(column.type)) for column in m]
+    arrays = [sa.cast(sa.bindparam(column.name), postgresql.ARRAY(_unbounded(column.type))) for column in m]
     arrived = (
         sa.func.unnest(*arrays)
         .table_valued(*(sa.column(column.name, column.type) for column in m))
@@ -337,24 +349,34 @@ TAKE_FIRST_SQLITE = _take_first(pinned=False)
 def _plain_receipt() -> sa.ColumnElement[bool]:
     """A received message whose removal can place nothing (qm.disposal.DisposalPolicy.
     consequences for Reason.RECEIVED), judged from its row alone and on the safe side: no
-    acknowledgment it could ask for (no admin queue, or no acknowledgment flags) and no
-    incoming SRMP stream (a final receipt). The queue's own journaling is checked apart."""
-    no_acknowledgment = sa.or_(m.admin_queue.is_(None), m.acknowledge == 0)
+    receive acknowledgment it asks for (no admin queue, or no MQMSG_ACKNOWLEDGMENT_POS_RECEIVE:
+    qm.acks.requested) and no incoming SRMP stream (a final receipt). The queue's own
+    journaling is checked apart."""
+    asks_on_receipt = m.acknowledge.op("&")(_constant(Acknowledgment.POS_RECEIVE)) != 0
+    no_acknowledgment = sa.or_(m.admin_queue.is_(None), ~asks_on_receipt)
     return sa.and_(no_acknowledgment, m.srmp_stream_id.is_(None))
 
 
 def _take_plain_first() -> sa.Select[Any]:
     queue_id = sa.bindparam("queue", type_=sa.Integer)
     key = sa.bindparam("key", type_=q.path_key.type)
+    # The queue's row first, and without waiting: a statement that commits by itself must not
+    # wait (for a send holding the row), or a caller cancelled meanwhile loses its message.
+    queue_row = (
+        sa.select(q.id)
+        .where(q.id == queue_id, q.path_key == key, q.journal.is_(False))
+        .with_for_update(key_share=True, skip_locked=True)
+        .cte("queue_row")
+    )
+    unjournaled = sa.exists(sa.select(queue_row.c.id))
     first = (
         sa.select(m.lookup_id, _plain_receipt().label("plain"))
-        .where(available(pinned=True), sa.exists().where(q.id == queue_id, q.path_key == key))
+        .where(available(pinned=True), unjournaled)
         .order_by(*queue_order(queue_first=True))
         .limit(sa.bindparam("limit", type_=sa.Integer))
         .with_for_update(skip_locked=True)
         .cte("first_available")
     )
-    unjournaled = sa.exists().where(q.id == queue_id, q.path_key == key, q.journal.is_(False))
     taken = (
         sa.delete(messages)
         .where(m.lookup_id.in_(sa.select(first.c.lookup_id)), ~sa.exists().where(~first.c.plain), unjournaled)
@@ -376,6 +398,7 @@ def _take_plain_first() -> sa.Select[Any]:
     return (
         sa.select(
             queue_now.c.path_key.label(QUEUE_KEY),
+            unjournaled.label(QUEUE_LOCKED),
             available_before.scalar_subquery().label(AVAILABLE_BEFORE),
             first.c.lookup_id.label(FIRST_LOCKED),
             *(taken.c[column.key] for column in messages.c),
@@ -390,6 +413,9 @@ def _take_plain_first() -> sa.Select[Any]:
 
 QUEUE_KEY = "queue_key"
 """TAKE_PLAIN_FIRST's column for the queue's path key as it is now."""
+QUEUE_LOCKED = "queue_locked"
+"""TAKE_PLAIN_FIRST's column: whether it locked the queue's row (false: the queue journals,
+or another transaction holds the row, and nothing was taken)."""
 AVAILABLE_BEFORE = "available_before"
 """TAKE_PLAIN_FIRST's column for how many messages the queue had available when the statement
 began (its snapshot: those it took included, and those another receiver is taking),
@@ -399,10 +425,111 @@ FIRST_LOCKED = "first_locked"
 
 TAKE_PLAIN_FIRST = _take_plain_first()
 """PostgreSQL, one statement that is its own transaction (autocommit, no BEGIN or COMMIT round
-trips): lock the first `:limit` available messages of the queue `:queue` if its path key is
-still `:key`; if it does not journal and every one of them is plain (_plain_receipt), delete
-them and subtract them from the queue's totals. Rows: none if the queue ID names no queue;
-else one per message locked (FIRST_LOCKED; one row with NULL if none), each with the queue's
-key now (QUEUE_KEY), what was available (AVAILABLE_BEFORE) and the deleted message's
-columns, NULL when nothing was deleted: then nothing changed, and the receive takes the
-transaction with its consequences. One queue row locked, so the lock-order rule holds."""
+trips): lock the queue `:queue`'s row if its path key is still `:key`, it does not journal and
+no other transaction holds it (never waiting: SKIP LOCKED), then its first `:limit` available
+messages; if every one of them is plain (_plain_receipt), delete them and subtract them from
+the queue's totals. Rows: none if the queue ID names no queue; else one per message locked
+(FIRST_LOCKED; one row with NULL if none), each with the queue's key now (QUEUE_KEY),
+whether its row was locked (QUEUE_LOCKED), what was available (AVAILABLE_BEFORE) and the
+deleted message's columns, NULL when nothing was deleted: then nothing changed, and the
+receive takes the transaction with its consequences. One queue row locked, so the lock-order
+rule holds."""
+
+
+# -- plain sends ---------------------------------------------------------------------------
+
+_COMPUTED = ("lookup_id", "message_id")
+PLAIN_SEND_COLUMNS = tuple(column.name for column in m if column.name not in _COMPUTED)
+"""The columns ENQUEUE_PLAIN takes as arrays, one value per message, in message order."""
+MESSAGE_ID_PREFIX = "message_id_prefix"
+"""ENQUEUE_PLAIN's value for `{guid}\\\\` of the message IDs it makes (rules.message_id_for)."""
+SEQUENCE_MASK = 0xFFFFFFFF
+"""The low 32 bits of a counter that rules.message_id_for writes after the GUID."""
+
+
+def _enqueue_plain(single: bool) -> sa.Select[Any]:
+    queue_id = sa.bindparam("queue", type_=sa.Integer)
+    room = (
+        sa.select(q.id)
+        .join(queue_manager, sa.true())
+        .where(
+            q.id == queue_id,
+            q.path_key == sa.bindparam("key", type_=q.path_key.type),
+            q.quota_kb == INFINITE,
+            queue_manager.c.quota_kb == INFINITE,
+            queue_manager.c.throttled.is_(False),
+        )
+        .with_for_update(of=queues)
+        .cte("room")
+    )
+    series = sa.func.generate_series(1, sa.bindparam("count", type_=sa.Integer)).alias("series")
+    numbered = (
+        sa.select(message_counter.next_value().label("counter"))
+        .select_from(room.join(series, sa.true()))
+        .where(sa.func.pg_current_xact_id().is_not(None))
+        .cte("numbered")
+    )
+    ranked = sa.select(
+        numbered.c.counter, sa.func.row_number().over(order_by=numbered.c.counter).label("ordinal")
+    ).subquery("ranked")
+    if single:  # plain values: asyncpg encodes them in about half the CPU of arrays
+        values: list[sa.ColumnElement[Any]] = [
+            sa.cast(sa.bindparam(name, type_=m[name].type), _unbounded(m[name].type))
+            for name in PLAIN_SEND_COLUMNS
+        ]
+        source: sa.FromClause = ranked
+        priority: sa.ColumnElement[Any] = sa.bindparam("priority", type_=m.priority.type)
+    else:
+        arrays = [
+            sa.cast(sa.bindparam(name), postgresql.ARRAY(_unbounded(m[name].type)))
+            for name in PLAIN_SEND_COLUMNS
+        ]
+        columns = (sa.column(name, m[name].type) for name in PLAIN_SEND_COLUMNS)
+        arrived = (
+            sa.func.unnest(*arrays)
+            .table_valued(*columns, with_ordinality="ordinal")
+            .render_derived(name="arrived")
+        )
+        values = [arrived.c[name] for name in PLAIN_SEND_COLUMNS]
+        source = arrived.join(ranked, ranked.c.ordinal == arrived.c.ordinal)
+        priority = arrived.c.priority
+    rank = sa.cast(sa.literal(MAX_PRIORITY) - priority, sa.BigInteger)
+    counter = ranked.c.counter.op("&")(_constant(COUNTER_MASK))
+    lookup_id = rank.op("<<")(_constant(COUNTER_BITS)).op("|")(counter)
+    sequence = sa.cast(ranked.c.counter.op("&")(_constant(SEQUENCE_MASK)), sa.Text)
+    message_id = sa.bindparam(MESSAGE_ID_PREFIX, type_=sa.Text).concat(sequence)
+    rows = sa.select(lookup_id, message_id, *values).select_from(source)
+    inserted = (
+        sa.insert(messages)
+        .from_select([*_COMPUTED, *PLAIN_SEND_COLUMNS], rows)
+        .returning(m.lookup_id, m.message_id, m.body_size)
+        .cte("inserted")
+    )
+    added = sa.select(
+        sa.func.count().label("number"),
+        sa.cast(sa.func.coalesce(sa.func.sum(inserted.c.body_size), 0), sa.BigInteger).label("bytes"),
+    ).subquery("added")
+    totals = (
+        sa.update(queues)
+        .where(q.id == queue_id, added.c.number > 0)
+        .values(message_count=q.message_count + added.c.number, byte_count=q.byte_count + added.c.bytes)
+        .cte("totals")
+    )
+    return (
+        sa.select(inserted.c.lookup_id, inserted.c.message_id)
+        .order_by(inserted.c.lookup_id.op("&")(_constant(COUNTER_MASK)))
+        .add_cte(totals)
+    )
+
+
+ENQUEUE_PLAIN_ONE = _enqueue_plain(single=True)
+"""ENQUEUE_PLAIN for one message, its values plain (`:queue_id`, `:body`, ...)."""
+ENQUEUE_PLAIN = _enqueue_plain(single=False)
+"""PostgreSQL, one statement that is its own transaction: `:count` messages for one queue
+(`:queue`, if its path key is still `:key`), stored only if neither the queue nor the queue
+manager has a quota and the queue manager is not throttled, so that every one of them is
+admitted (rules.admit): lock the queue's row, take the counters (the transaction's ID
+first, as NEXT_COUNTERS), insert with the lookup and message IDs rules.lookup_id_for and
+message_id_for would give, add to the queue's totals. Returns each message's lookup and
+message ID in message order, or no rows when it stored nothing (then the transaction path
+decides). The values of the other columns are arrays, one per PLAIN_SEND_COLUMNS."""

@@ -11,14 +11,18 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueChanges
 from qm.reading import QueueReader
 from qm.store import Claim, Selector
 from storage import driver_sql
+from storage.engine import make_engine
 from storage.store import SqlStore
+from storage.tables import queues
 from tests.contract.support import WAIT_LIMIT_S, WatchedWakeUps, bodies_of, counts, new_queue
+from tests.contract.test_group_commit import _until_a_backend_waits_for_a_lock
 
 pytestmark = pytest.mark.anyio
 
@@ -181,3 +185,45 @@ async def test_a_woken_receiver_that_took_the_last_message_hands_no_wake_up_on(
     assert handed_on == []
     for task in waiting:
         task.cancel()
+
+
+async def test_a_receive_cancelled_while_a_send_holds_the_queue_row_takes_nothing(
+    manager: QueueManager, database_url: str
+) -> None:
+    """The one statement never waits for the queue's row (a statement that commits by itself
+    would take the message for a caller cancelled meanwhile): the transaction waits instead,
+    and rolls back for the cancelled caller."""
+    await new_queue(manager, PATH)
+    await manager.send(PATH, MessageProperties(body=b"precious"))
+    queue = await manager.known_queue(PATH)
+    store = manager.store
+    assert isinstance(store, SqlStore)
+    other = make_engine(database_url)
+    try:
+        async with other.begin() as connection:
+            await connection.execute(sa.select(queues.c.id).where(queues.c.id == queue.id).with_for_update())
+            receiver = asyncio.create_task(store.take(queue, Selector(), manager.clock.now(), Claim()))
+            await _until_a_backend_waits_for_a_lock(connection)
+            receiver.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await receiver
+        await store.receive_group.close()  # the batch has ended, one way or the other
+    finally:
+        await other.dispose()
+    assert await counts(manager, PATH) == (1, len(b"precious"))
+
+
+async def test_a_message_asking_only_for_negative_acknowledgments_is_received_in_one_statement(
+    manager: QueueManager, reader: QueueReader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A receive places an acknowledgment only for MQMSG_ACKNOWLEDGMENT_POS_RECEIVE."""
+    await new_queue(manager, PATH)
+    await new_queue(manager, ADMIN)
+    negative_only = 0x04 | 0x08  # NACK_REACH_QUEUE, NACK_RECEIVE
+    asking = MessageProperties(body=b"asks", admin_queue=ADMIN_FORMAT_NAME, acknowledge=negative_only)
+    await manager.send(PATH, asking)
+    await manager.known_queue(PATH)
+    with driver_calls(monkeypatch) as calls:
+        assert bodies_of([await reader.receive(PATH, 0)]) == [b"asks"]
+    assert calls == ["WITH"]
+    assert await counts(manager, ADMIN) == (0, 0)

@@ -49,8 +49,10 @@ def _postgresql_only(store: SqlStore) -> None:
 async def test_a_send_runs_the_room_statement_and_the_insert_with_the_totals(
     manager: QueueManager, store: SqlStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A queue with a quota: the send is admitted in its transaction (a plain one is one
+    statement, ENQUEUE_PLAIN: test_plain_sends.py)."""
     _postgresql_only(store)
-    await manager.create_queue("private$/one", QueueSettings())
+    await manager.create_queue("private$/one", QueueSettings(quota_kb=1000))
     await manager.send("private$/one", BODY)
     with statements_run(manager, monkeypatch) as seen:
         await manager.send("private$/one", BODY)
