@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from qm.manager import QueueManager
-from qm.model import MessageProperties, QueueChanges
+from qm.model import Message, MessageProperties, QueueChanges
 from qm.reading import QueueReader
 from qm.store import Claim, Selector
 from storage import driver_sql
@@ -134,6 +134,19 @@ async def test_a_receive_acknowledgment_asked_for_is_made(manager: QueueManager,
     assert await counts(manager, PATH) == (0, 0)
 
 
+async def _two_waiting_receivers(
+    manager: QueueManager, reader: QueueReader, watched: WatchedWakeUps, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[int], list[asyncio.Task[Message | None]]]:
+    """A remembered, empty queue with two receivers waiting on it, and the wake-ups handed on
+    from then on."""
+    await new_queue(manager, PATH)
+    await manager.known_queue(PATH)
+    handed_on = _recorded_hand_ons(watched, monkeypatch)
+    receivers = [asyncio.create_task(reader.receive(PATH, 60_000)) for _ in range(2)]
+    await watched.until_waiting(2)
+    return handed_on, receivers
+
+
 def _recorded_hand_ons(watched: WatchedWakeUps, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The queue IDs of the wake-ups handed on from now on."""
     handed_on: list[int] = []
@@ -158,11 +171,7 @@ async def test_a_message_stranded_without_a_wake_up_does_not_hold_back_the_next(
     A local message then wakes one of two waiting receivers, which takes the other process's
     message, first in queue order; what it read of the queue shows one more, so it hands the
     wake-up on and the second receiver takes the local message at once."""
-    await new_queue(manager, PATH)
-    await manager.known_queue(PATH)
-    handed_on = _recorded_hand_ons(watched, monkeypatch)
-    receivers = [asyncio.ensure_future(reader.receive(PATH, 60_000)) for _ in range(2)]
-    await watched.until_waiting(2)
+    handed_on, receivers = await _two_waiting_receivers(manager, reader, watched, monkeypatch)
     await other_process.send(PATH, MessageProperties(body=b"stranded"))
     await manager.send(PATH, MessageProperties(body=b"local"))
     received = await asyncio.wait_for(asyncio.gather(*receivers), WAIT_LIMIT_S)
@@ -173,11 +182,7 @@ async def test_a_message_stranded_without_a_wake_up_does_not_hold_back_the_next(
 async def test_a_woken_receiver_that_took_the_last_message_hands_no_wake_up_on(
     manager: QueueManager, reader: QueueReader, watched: WatchedWakeUps, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await new_queue(manager, PATH)
-    await manager.known_queue(PATH)
-    handed_on = _recorded_hand_ons(watched, monkeypatch)
-    receivers = [asyncio.ensure_future(reader.receive(PATH, 60_000)) for _ in range(2)]
-    await watched.until_waiting(2)
+    handed_on, receivers = await _two_waiting_receivers(manager, reader, watched, monkeypatch)
     await manager.send(PATH, MessageProperties(body=b"only"))
     done, waiting = await asyncio.wait(receivers, timeout=WAIT_LIMIT_S, return_when=asyncio.FIRST_COMPLETED)
     assert bodies_of([task.result() for task in done]) == [b"only"]
