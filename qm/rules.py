@@ -39,9 +39,18 @@ def counter_of(lookup_id: int) -> int:
     return lookup_id & COUNTER_MASK
 
 
+SEQUENCE_MASK = _UINT32_MAX
+"""The bits of a counter a message ID's sequence keeps."""
+
+
 def message_id_for(guid: uuid.UUID, counter: int) -> str:
     """Message IDs as MSMQ writes them: `{guid}\\sequence` with a 32-bit sequence."""
-    return f"{{{guid}}}\\{counter & _UINT32_MAX}"
+    return f"{message_id_prefix(guid)}{counter & SEQUENCE_MASK}"
+
+
+def message_id_prefix(guid: uuid.UUID) -> str:
+    """What comes before the sequence in message_id_for: `{guid}\\`."""
+    return f"{{{guid}}}\\"
 
 
 def stored_size(properties: MessageProperties) -> int:

@@ -101,10 +101,8 @@ class StoreBase:
     def _committed(self, changed: Counter[int]) -> None:
         """After a commit that made messages available (a queue ID per message): expect them,
         and wake one reader per message."""
-        if len(self._expected) >= MAX_EXPECTED:
-            self._expected.clear()  # a hint only: forgetting costs one count per queue
         for queue_id, count in changed.items():
-            self._expected[queue_id] = self._expected.get(queue_id, 0) + count
+            self._expect(queue_id, self._expected.get(queue_id, 0) + count)
         self._none_left.difference_update(changed)
         if changed and self._wakeups is not None:
             self._wakeups.signal(changed.elements())
@@ -120,6 +118,11 @@ class StoreBase:
                 yield connection
             else:
                 yield await connection.execution_options(isolation_level="AUTOCOMMIT")
+
+    def _expect(self, queue_id: int, count: int) -> None:
+        if len(self._expected) >= MAX_EXPECTED and queue_id not in self._expected:
+            self._expected.clear()  # a hint only: forgetting costs one count per queue
+        self._expected[queue_id] = count
 
     def may_have_more(self, queue_id: int) -> bool:
         """False only where this process's last receive of the queue read from the database

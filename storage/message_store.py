@@ -21,7 +21,7 @@ from qm.model import Delivery, Message, NewMessage, Queue
 from qm.paths import QueuePath
 from qm.store import Claim, ClaimKind, EnqueueOutcome, EnqueueResult, PositionState, Selector
 from storage import driver_sql, rows, statements
-from storage.base import MAX_EXPECTED, MachineRoom, QueueRoom
+from storage.base import MachineRoom, QueueRoom
 from storage.consequences import Consequences
 from storage.errors import is_unavailable
 from storage.group_commit import GroupCommit, GroupCommitConfig
@@ -140,7 +140,7 @@ class MessageStore(StreamStore):
             "queue": items[0].queue_id,
             "key": items[0].queue_key,
             "count": len(items),
-            statements.MESSAGE_ID_PREFIX: rules.message_id_for(self._identity(), 0)[:-1],
+            statements.MESSAGE_ID_PREFIX: rules.message_id_prefix(self._identity()),
         }
         async with self.engine.connect() as connection:
             stored = await driver_sql.read(connection, statement, arguments)
@@ -348,11 +348,6 @@ class MessageStore(StreamStore):
             self._expect(queue.id, expected - 1)
             self._drained(queue.id, False)
         return message
-
-    def _expect(self, queue_id: int, count: int) -> None:
-        if len(self._expected) >= MAX_EXPECTED and queue_id not in self._expected:
-            self._expected.clear()  # a hint only: forgetting costs one count per queue
-        self._expected[queue_id] = count
 
     async def _count_available(self, queue: Queue, now: datetime) -> int:
         """How many messages the queue has to receive now, up to statements.COUNT_AT_MOST;

@@ -17,7 +17,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.sql.dml import ReturningDelete
 
 from qm.model import INFINITE, MAX_PRIORITY, Acknowledgment
-from qm.rules import COUNTER_BITS, COUNTER_MASK, lookup_id_for
+from qm.rules import COUNTER_BITS, COUNTER_MASK, SEQUENCE_MASK, lookup_id_for
 from qm.store import Seek, Selector
 from storage.tables import AVAILABLE, message_counter, messages, queue_manager, queues, received_message_ids
 
@@ -212,16 +212,16 @@ ADD_TO_TOTALS = (
 """A queue's message count and bytes (`:queue`) change by `:number` and `:bytes`."""
 
 
-def _adding_to_totals(insert: sa.Insert) -> sa.Update:
-    """The insert as a data-modifying CTE whose rows are summed per queue onto its totals."""
-    inserted = insert.returning(m.queue_id, m.body_size).cte("inserted")
+def _onto_totals(changed: sa.CTE, sign: int) -> sa.Update:
+    """The rows of a data-modifying CTE (with their `queue_id` and `body_size`) counted and
+    summed per queue onto its totals, added (sign 1) or subtracted (-1)."""
     added = (
         sa.select(
-            inserted.c.queue_id,
-            sa.func.count().label("number"),
-            sa.cast(sa.func.sum(inserted.c.body_size), sa.BigInteger).label("bytes"),
+            changed.c.queue_id,
+            (sa.func.count() * sign).label("number"),
+            (sa.cast(sa.func.sum(changed.c.body_size), sa.BigInteger) * sign).label("bytes"),
         )
-        .group_by(inserted.c.queue_id)
+        .group_by(changed.c.queue_id)
         .subquery("added")
     )
     return (
@@ -229,6 +229,11 @@ def _adding_to_totals(insert: sa.Insert) -> sa.Update:
         .where(q.id == added.c.queue_id)
         .values(message_count=q.message_count + added.c.number, byte_count=q.byte_count + added.c.bytes)
     )
+
+
+def _adding_to_totals(insert: sa.Insert) -> sa.Update:
+    """The insert as a data-modifying CTE whose rows are summed per queue onto its totals."""
+    return _onto_totals(insert.returning(m.queue_id, m.body_size).cte("inserted"), sign=1)
 
 
 def _unbounded(type_: Any) -> Any:
@@ -383,15 +388,7 @@ def _take_plain_first() -> sa.Select[Any]:
         .returning(*messages.c)
         .cte("taken")
     )
-    sums = sa.select(
-        sa.func.count().label("number"), sa.func.coalesce(sa.func.sum(taken.c.body_size), 0).label("bytes")
-    ).subquery("sums")
-    totals = (
-        sa.update(queues)
-        .where(q.id == queue_id, sums.c.number > 0)
-        .values(message_count=q.message_count - sums.c.number, byte_count=q.byte_count - sums.c.bytes)
-        .cte("totals")
-    )
+    totals = _onto_totals(taken, sign=-1).cte("totals")
     queue_now = sa.select(q.path_key).where(q.id == queue_id).subquery("queue_now")
     some = sa.select(m.lookup_id).where(available(pinned=True)).order_by(*queue_order(queue_first=True))
     available_before = sa.select(sa.func.count()).select_from(some.limit(COUNT_AT_MOST).subquery())
@@ -442,9 +439,7 @@ _COMPUTED = ("lookup_id", "message_id")
 PLAIN_SEND_COLUMNS = tuple(column.name for column in m if column.name not in _COMPUTED)
 """The columns ENQUEUE_PLAIN takes as arrays, one value per message, in message order."""
 MESSAGE_ID_PREFIX = "message_id_prefix"
-"""ENQUEUE_PLAIN's value for `{guid}\\\\` of the message IDs it makes (rules.message_id_for)."""
-SEQUENCE_MASK = 0xFFFFFFFF
-"""The low 32 bits of a counter that rules.message_id_for writes after the GUID."""
+"""ENQUEUE_PLAIN's value for the start of the message IDs it makes (rules.message_id_prefix)."""
 
 
 def _enqueue_plain(single: bool) -> sa.Select[Any]:
@@ -462,13 +457,8 @@ def _enqueue_plain(single: bool) -> sa.Select[Any]:
         .with_for_update(of=queues)
         .cte("room")
     )
-    series = sa.func.generate_series(1, sa.bindparam("count", type_=sa.Integer)).alias("series")
-    numbered = (
-        sa.select(message_counter.next_value().label("counter"))
-        .select_from(room.join(series, sa.true()))
-        .where(sa.func.pg_current_xact_id().is_not(None))
-        .cte("numbered")
-    )
+    counters = _counters(message_counter.next_value().label("counter"))
+    numbered = counters.where(sa.exists(sa.select(room.c.id))).cte("numbered")  # none unless locked
     ranked = sa.select(
         numbered.c.counter, sa.func.row_number().over(order_by=numbered.c.counter).label("ordinal")
     ).subquery("ranked")
@@ -502,19 +492,10 @@ def _enqueue_plain(single: bool) -> sa.Select[Any]:
     inserted = (
         sa.insert(messages)
         .from_select([*_COMPUTED, *PLAIN_SEND_COLUMNS], rows)
-        .returning(m.lookup_id, m.message_id, m.body_size)
+        .returning(m.lookup_id, m.message_id, m.queue_id, m.body_size)
         .cte("inserted")
     )
-    added = sa.select(
-        sa.func.count().label("number"),
-        sa.cast(sa.func.coalesce(sa.func.sum(inserted.c.body_size), 0), sa.BigInteger).label("bytes"),
-    ).subquery("added")
-    totals = (
-        sa.update(queues)
-        .where(q.id == queue_id, added.c.number > 0)
-        .values(message_count=q.message_count + added.c.number, byte_count=q.byte_count + added.c.bytes)
-        .cte("totals")
-    )
+    totals = _onto_totals(inserted, sign=1).cte("totals")
     return (
         sa.select(inserted.c.lookup_id, inserted.c.message_id)
         .order_by(inserted.c.lookup_id.op("&")(_constant(COUNTER_MASK)))
