@@ -192,14 +192,22 @@ class DisposalPolicy:
         properties = dataclasses.replace(copy.properties, message_class=reason.value)
         return [dataclasses.replace(copy, properties=properties)]
 
-    def _acknowledgment(self, departure: Departure, reason: Reason, now: datetime) -> list[Placement]:
-        message = departure.message
-        admin_queue = message.properties.admin_queue
-        if not admin_queue or not acks.requested(message.properties.acknowledge, reason.value):
-            return []
+    def acknowledgment_target(self, properties: MessageProperties, reason: Reason) -> QueuePath | None:
+        """The queue that `reason`'s acknowledgment of such a message goes to, if it asks for
+        one. The store locks it, with the message's own queue, before either changes."""
+        admin_queue = properties.admin_queue
+        if not admin_queue or not acks.requested(properties.acknowledge, reason.value):
+            return None
         target = self.local_queue(admin_queue) or self.remote_queue(admin_queue)
         if target is None or not (target.writable or target.kind is QueueKind.OUTGOING):
-            return []  # system queues take no acknowledgments
+            return None  # system queues take no acknowledgments
+        return target
+
+    def _acknowledgment(self, departure: Departure, reason: Reason, now: datetime) -> list[Placement]:
+        message = departure.message
+        target = self.acknowledgment_target(message.properties, reason)
+        if target is None:
+            return []
         properties = acks.acknowledgment(
             message.properties,
             message.message_id,

@@ -46,15 +46,24 @@ class Consequences:
         """Rows just deleted from `messages`: subtract them, then place what their removal earns."""
         if not gone:
             return
+        placements = [] if reason is None else await self._placements(gone, reason, known)
+        # The rows of the queues left and of the queues placed into are locked in one sweep,
+        # in ID order, before any of them changes: a send batch locks its queues in that order.
+        sources = {row["queue_id"] for row in gone}
+        targets = await self._targets({p.target.key for p in placements}, sources) if placements else {}
         await add_to_totals(self._connection, gone, sign=-1)
-        if reason is not None:
-            await self.follow(gone, reason, known)
+        await self._place(placements, targets)
 
     async def follow(
         self, affected: Sequence[Mapping[Any, Any]], reason: Reason, known: QueueFacts | None = None
     ) -> None:
         """Place what the policy asks for each message (for ARRIVED: rows now available).
         `known` saves looking up queues the caller already has (the hot receive path)."""
+        await self.place(await self._placements(affected, reason, known))
+
+    async def _placements(
+        self, affected: Sequence[Mapping[Any, Any]], reason: Reason, known: QueueFacts | None
+    ) -> list[Placement]:
         policy = self._store.policy
         if policy is not None and reason is Reason.ARRIVED:
             affected = [
@@ -63,11 +72,11 @@ class Consequences:
                 if policy.arrival_may_place(row["journal"], row["admin_queue"], row["acknowledge"])
             ]
         if policy is None or not affected:
-            return
+            return []
         placements: list[Placement] = []
         for departure in await self._departures(affected, reason, known):
             placements.extend(policy.consequences(departure, reason, self._now))
-        await self.place(placements)
+        return placements
 
     async def final_receipts(self, gone: Sequence[Mapping[Any, Any]], reason: Reason) -> None:
         """Only the final receipts (reference §4.4) of messages removed by a caller that places
@@ -131,9 +140,12 @@ class Consequences:
 
     async def place(self, placements: Sequence[Placement]) -> None:
         """Insert each placement in its target queue, within the target's quota; drop the rest."""
+        if placements:
+            await self._place(placements, await self._targets({p.target.key for p in placements}))
+
+    async def _place(self, placements: Sequence[Placement], targets: dict[str, Target]) -> None:
         if not placements:
             return
-        targets = await self._targets({placement.target.key for placement in placements})
         for path in {p.target for p in placements if p.target.kind is QueueKind.OUTGOING}:
             if path.key not in targets:  # acknowledgments to a remote admin queue not yet sent to
                 await create_outgoing_queue(self._connection, path, self._now)
@@ -158,9 +170,15 @@ class Consequences:
             for row in await self._connection.execute(statement)
         }
 
-    async def _targets(self, keys: Iterable[str]) -> dict[str, Target]:
+    async def _targets(self, keys: Iterable[str], also_locked: Iterable[int] = ()) -> dict[str, Target]:
+        """The placements' queues by path key, their rows locked in ID order on PostgreSQL
+        (with `also_locked`'s, in the same sweep) so that the quotas are checked on totals
+        no one else changes before the commit."""
         columns = (q.path_key, q.id, q.byte_count, q.quota_kb, q.transactional)
-        statement = sa.select(*columns).where(q.path_key.in_(list(keys)))
+        chosen = sa.or_(q.path_key.in_(list(keys)), q.id.in_(list(also_locked)))
+        statement = sa.select(*columns).where(chosen).order_by(q.id)
+        if not self._store._sqlite:
+            statement = statement.with_for_update(key_share=True)  # FOR NO KEY UPDATE, as the totals take
         return {
             row.path_key: (row.id, row.byte_count, row.quota_kb, row.transactional)
             for row in await self._connection.execute(statement)

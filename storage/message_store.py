@@ -193,6 +193,7 @@ class MessageStore(StreamStore):
         items = [item for request in requests for item in request.messages]
         relaxed = self._relaxed_express and all(request.express for request in requests)
         async with self._transaction(relaxed=relaxed) as connection:
+            await self._lock_arrival_targets(connection, items)
             totals, room, counters = await self._room(connection, items)
             fresh = await self._remember(connection, items)
             acceptable = set(fresh)
@@ -222,6 +223,24 @@ class MessageStore(StreamStore):
                     await request.within(connection, mine)
                 results.append(mine)
         return results
+
+    async def _lock_arrival_targets(self, connection: AsyncConnection, items: Sequence[NewMessage]) -> None:
+        """PostgreSQL: a batch whose arrivals are acknowledged in other queues locks those rows
+        with its own, in ID order, before the room does; placing the acknowledgments after the
+        room would lock a lower queue after a higher one, against the order of every send."""
+        policy = self.policy
+        if self._sqlite or policy is None:
+            return
+        targets = {
+            target.key
+            for item in items
+            if item.transaction_id is None
+            and (target := policy.acknowledgment_target(item.properties, Reason.ARRIVED)) is not None
+        }
+        if targets:
+            queue_ids = sorted({item.queue_id for item in items})
+            values = {"queue_ids": queue_ids, "target_keys": sorted(targets)}
+            await connection.execute(statements.QUEUES_LOCKED_WITH_TARGETS, values)
 
     async def _admission(
         self,

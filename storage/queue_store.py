@@ -173,6 +173,7 @@ class QueueStore(StoreBase):
         """Every message of the queue leaves with reason QUEUE_DELETED, then the queue and journal go."""
         async with self._transaction() as connection:
             family = sa.select(q.id).where(sa.or_(q.id == queue_id, q.journal_of == queue_id))
+            await self._hold_messages(connection, m.queue_id.in_(family))
             consequences = Consequences(self, connection, now)
             followed = await self._remove_followed(
                 connection, m.queue_id == queue_id, consequences, Reason.QUEUE_DELETED
@@ -185,10 +186,9 @@ class QueueStore(StoreBase):
 
     async def purge_queue(self, queue_id: int, now: datetime, reason: Reason = Reason.PURGED) -> int:
         """Available messages leave with reason PURGED; locked ones when their lock ends."""
-        # Message rows first and the queue's totals last, as every other removal does:
-        # locking the queue row first deadlocked with a receive holding a message row.
         available = sa.and_(m.queue_id == queue_id, m.state == AVAILABLE)
         async with self._transaction() as connection:
+            await self._hold_messages(connection, m.queue_id == queue_id)
             consequences = Consequences(self, connection, now)
             followed = await self._remove_followed(connection, available, consequences, reason)
             if self._sqlite:  # one writer: the rows counted are the rows deleted
@@ -205,6 +205,15 @@ class QueueStore(StoreBase):
                 .values(message_count=q.message_count - number, byte_count=q.byte_count - size)
             )
         return followed + int(number)
+
+    async def _hold_messages(self, connection: AsyncConnection, where: sa.ColumnElement[bool]) -> None:
+        """PostgreSQL: lock every message row the removal will touch before any queue row, as
+        every other removal does. Removing in batches locks queue rows (totals, dead-letter
+        copies, acknowledgments) between the batches; a receive holding a message row of a
+        later batch would wait for those while the removal waits for its message: a deadlock."""
+        if not self._sqlite:
+            held = sa.select(m.lookup_id).where(where).with_for_update().subquery()
+            await connection.execute(sa.select(sa.func.count()).select_from(held))
 
     async def _remove_followed(
         self,

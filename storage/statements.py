@@ -166,6 +166,21 @@ QUEUE_ROOM_LOCKED = QUEUE_ROOM.with_for_update(of=queues)
 
 MACHINE_BYTES = sa.select(sa.func.sum(q.byte_count))
 
+QUEUES_LOCKED_WITH_TARGETS = (
+    sa.select(q.id)
+    .where(
+        sa.or_(
+            q.id.in_(sa.bindparam("queue_ids", expanding=True)),
+            q.path_key.in_(sa.bindparam("target_keys", expanding=True)),
+        )
+    )
+    .order_by(q.id)
+    .with_for_update(of=queues)
+)
+"""PostgreSQL: the rows of a send batch's queues (`:queue_ids`) and of the queues its
+arrivals place into (`:target_keys`), locked in one sweep in ID order, before QUEUE_ROOM
+takes its part of them again."""
+
 
 def _counters(taken: sa.ColumnElement[Any]) -> sa.Select[Any]:
     return (

@@ -17,13 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from qm.clock import SettableClock
 from qm.config import ManagerConfig
 from qm.cursors import CursorService
-from qm.disposal import Placement, PlacementKind
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueSettings
 from qm.rules import counter_of
 from storage.engine import make_engine
 from storage.store import SqlStore
-from tests.contract.support import WAIT_LIMIT_S, WatchedWakeUps, new_queue
+from tests.contract.support import WAIT_LIMIT_S, WatchedWakeUps, new_queue, store_message
 from tests.contract.test_triggers import QUEUE, bodies, rig
 
 pytestmark = pytest.mark.anyio
@@ -50,26 +49,24 @@ class HeldStore(SqlStore):
 async def late_copy(
     manager: QueueManager, database_url: str, clock: SettableClock, body: bytes
 ) -> AsyncIterator[None]:
-    """A second process puts a message into the queue as the queue manager does (an
-    acknowledgment to an admin queue; journal and dead-letter copies go the same way: the
-    counter is taken before the target queue's row is locked), and its transaction stays
-    open until the block ends. Both processes share the wake-ups, as LISTEN/NOTIFY would."""
+    """A second process puts a message into the queue in a transaction that takes its counter
+    before it locks the queue's row, and stays open until the block ends. A send can: its room
+    statement takes the counters in an InitPlan that PostgreSQL may run before the lock on the
+    queue's row is granted. Both processes share the wake-ups, as LISTEN/NOTIFY would."""
     if database_url.startswith("sqlite"):
         pytest.skip("SQLite has one writer: transactions commit in the order they took counters")
     held = HeldStore(database_url)
     other = QueueManager(held, manager.wakeups, clock, ManagerConfig())
     await other.start()
     queue = await manager.get_queue(QUEUE)
-    copy = Placement(
-        PlacementKind.ACKNOWLEDGMENT,
-        queue.path,
-        MessageProperties(body=body),
-        "",
-        clock.now(),
-        other.guid,
-        None,
-    )
-    placing = asyncio.ensure_future(held.place([copy], clock.now()))
+
+    async def insert() -> None:
+        async with held._transaction() as connection:
+            await held.insert_messages(
+                connection, [store_message(other, queue.id, MessageProperties(body=body))]
+            )
+
+    placing = asyncio.ensure_future(insert())
     try:
         async with asyncio.timeout(WAIT_LIMIT_S):
             await held.allocated.wait()

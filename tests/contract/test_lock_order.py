@@ -1,11 +1,15 @@
 """Queue rows are locked in ascending ID order by every transaction that changes totals, so
 a receive batch over several queues and a send batch over the same queues cannot deadlock
-(PostgreSQL detects the cycle and aborts one of them after a second)."""
+(PostgreSQL detects the cycle and aborts one of them after a second). A transaction that also
+writes into other queues (acknowledgments, dead-letter copies) locks those rows in the same
+sweep, and message rows are always taken before queue rows."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -13,14 +17,19 @@ import sqlalchemy as sa
 
 from qm.clock import SettableClock
 from qm.manager import QueueManager
-from qm.model import Message, MessageProperties, QueueSettings
+from qm.model import JournalFlags, Message, MessageProperties, QueueSettings
+from qm.reading import QueueReader
+from storage.engine import make_engine
 from storage.message_store import ReceiveRequest
 from storage.store import SqlStore
-from tests.contract.support import WAIT_LIMIT_S, store_message
+from tests.contract.support import WAIT_LIMIT_S, counts, store_message
 
 pytestmark = pytest.mark.anyio
 
 CONCURRENT = MessageProperties(body=b"concurrent")
+ADMIN_FORMAT_NAME = "DIRECT=OS:.\\private$\\admin"
+POS_ARRIVAL, POS_RECEIVE = 0x01, 0x02
+Result = TypeVar("Result")
 
 
 def _transactions_waiting_for_a_lock(database_url: str) -> int:
@@ -80,3 +89,111 @@ async def test_a_receive_batch_and_a_send_batch_over_two_queues_do_not_deadlock(
         b"stocked",
     ]
     assert len(sent) == 2
+
+
+def _postgres_only(database_url: str) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite has one writer at a time: its transactions never wait for each other's rows")
+
+
+async def _until_waiting(database_url: str, waiting: int, *tasks: asyncio.Task[Any]) -> None:
+    """Return once `waiting` transactions wait for a lock (or a task ended: its result tells)."""
+    with anyio.fail_after(WAIT_LIMIT_S):
+        while not any(task.done() for task in tasks):
+            if await anyio.to_thread.run_sync(_transactions_waiting_for_a_lock, database_url) >= waiting:
+                return
+            await asyncio.wait(set(tasks), timeout=0.01, return_when=asyncio.FIRST_COMPLETED)
+
+
+@asynccontextmanager
+async def _queue_row_held(database_url: str, queue_id: int) -> AsyncIterator[None]:
+    """Another transaction holds the queue's row (as a send batch's room does) until the block ends."""
+    engine = make_engine(database_url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(
+                sa.text("SELECT id FROM queues WHERE id = :id FOR UPDATE"), {"id": queue_id}
+            )
+            yield
+    finally:
+        await engine.dispose()
+
+
+async def _within_limit(work: Awaitable[Result]) -> Result:
+    return await asyncio.wait_for(work, WAIT_LIMIT_S)
+
+
+async def test_a_receive_acknowledged_into_a_lower_queue_and_a_send_batch_over_both_do_not_deadlock(
+    manager: QueueManager, reader: QueueReader, other_process: QueueManager, database_url: str
+) -> None:
+    # The receive locks its queue's row for the totals and the admin queue's for the
+    # acknowledgment; the send batch locks both in ID order. Taking the higher first deadlocks.
+    _postgres_only(database_url)
+    admin = await manager.create_queue("private$/admin", QueueSettings())
+    orders = await manager.create_queue("private$/orders", QueueSettings())
+    assert admin.id < orders.id
+    asking = MessageProperties(body=b"order", admin_queue=ADMIN_FORMAT_NAME, acknowledge=POS_RECEIVE)
+    await manager.send("private$/orders", asking)
+    batch = [store_message(other_process, queue.id, CONCURRENT) for queue in (admin, orders)]
+    async with _queue_row_held(database_url, orders.id):
+        receiving = asyncio.create_task(reader.receive("private$/orders", 0))
+        await _until_waiting(database_url, 1, receiving)
+        sending = asyncio.create_task(other_process.store.enqueue(batch))
+        await _until_waiting(database_url, 2, receiving, sending)
+    received, sent = await _within_limit(asyncio.gather(receiving, sending))
+    assert received is not None and received.properties.body == b"order"
+    assert len(sent) == 2
+    assert await counts(manager, "private$/admin") == (2, len(b"concurrent"))  # the send's and the ack
+
+
+async def test_an_arrival_acknowledged_into_a_lower_queue_and_a_send_batch_over_both_do_not_deadlock(
+    manager: QueueManager, other_process: QueueManager, database_url: str
+) -> None:
+    _postgres_only(database_url)
+    admin = await manager.create_queue("private$/admin", QueueSettings())
+    orders = await manager.create_queue("private$/orders", QueueSettings())
+    asking = MessageProperties(body=b"order", admin_queue=ADMIN_FORMAT_NAME, acknowledge=POS_ARRIVAL)
+    batch = [store_message(other_process, queue.id, CONCURRENT) for queue in (admin, orders)]
+    async with _queue_row_held(database_url, orders.id):
+        arriving = asyncio.create_task(manager.send("private$/orders", asking))
+        await _until_waiting(database_url, 1, arriving)
+        sending = asyncio.create_task(other_process.store.enqueue(batch))
+        await _until_waiting(database_url, 2, arriving, sending)
+    arrived, sent = await _within_limit(asyncio.gather(arriving, sending))
+    assert arrived.properties.body == b"order"
+    assert len(sent) == 2
+    assert await counts(manager, "private$/admin") == (2, len(b"concurrent"))
+    assert await counts(manager, "private$/orders") == (2, len(b"order") + len(b"concurrent"))
+
+
+async def test_a_purge_and_a_receive_holding_one_of_its_messages_do_not_deadlock(
+    manager: QueueManager, clock: SettableClock, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The purge removes the messages asking for a dead-letter copy first, then the rest in
+    # bulk; a receive holding a message it claimed must not find the queue's row taken by then.
+    _postgres_only(database_url)
+    journaled = await manager.create_queue("private$/journaled", QueueSettings(journal=True))
+    await manager.send("private$/journaled", MessageProperties(body=b"claimed"))
+    dead_letter = MessageProperties(body=b"followed", journal=JournalFlags.DEADLETTER)
+    await manager.send("private$/journaled", dead_letter)
+    store = manager.store
+    assert isinstance(store, SqlStore)
+    claimed, go_on = asyncio.Event(), asyncio.Event()
+    claim = store._delete_first
+
+    async def pausing_after_the_claim(*arguments: Any) -> list[Any]:
+        found = await claim(*arguments)
+        claimed.set()
+        await go_on.wait()
+        return found
+
+    monkeypatch.setattr(store, "_delete_first", pausing_after_the_claim)
+    receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(journaled, clock.now(), None)]))
+    await _within_limit(claimed.wait())
+    purging = asyncio.create_task(store.purge_queue(journaled.id, clock.now()))
+    await _until_waiting(database_url, 1, purging)
+    go_on.set()
+    received, purged = await _within_limit(asyncio.gather(receiving, purging))
+    assert [message.properties.body for message in received if isinstance(message, Message)] == [b"claimed"]
+    assert purged == 1
+    assert await counts(manager, "private$/journaled") == (0, 0)
