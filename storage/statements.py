@@ -353,7 +353,16 @@ def _take_first(pinned: bool) -> ReturningDelete[Any]:
     if pinned:
         first = first.with_for_update(skip_locked=True)
     journal = sa.select(q.journal).where(q.id == m.queue_id).scalar_subquery().label(QUEUE_JOURNAL)
-    return sa.delete(messages).where(m.lookup_id.in_(first)).returning(*messages.c, journal)
+    chosen = _one_of(first) if pinned else m.lookup_id.in_(first)
+    return sa.delete(messages).where(chosen).returning(*messages.c, journal)
+
+
+def _one_of(lookup_ids: sa.Select[Any]) -> sa.ColumnElement[bool]:
+    """PostgreSQL: `lookup_id = ANY(ARRAY(subquery))`, the rows found through the primary key.
+    With `lookup_id IN (subquery)` the generic plan, which cannot see `:limit`, expects a tenth
+    of the table and joins against a scan of all of it; the plan cache would then keep
+    planning every execution anew (tests/contract/test_query_plans.py)."""
+    return m.lookup_id == sa.any_(sa.func.array(lookup_ids.scalar_subquery()))
 
 
 TAKE_FIRST_POSTGRESQL = _take_first(pinned=True)
@@ -399,7 +408,7 @@ def _take_plain_first() -> sa.Select[Any]:
     )
     taken = (
         sa.delete(messages)
-        .where(m.lookup_id.in_(sa.select(first.c.lookup_id)), ~sa.exists().where(~first.c.plain), unjournaled)
+        .where(_one_of(sa.select(first.c.lookup_id)), ~sa.exists().where(~first.c.plain), unjournaled)
         .returning(*messages.c)
         .cte("taken")
     )

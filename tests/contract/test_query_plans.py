@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.compiler import SQLCompiler
 
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueSettings
@@ -36,10 +37,11 @@ async def _fill_one_queue(connection: AsyncConnection) -> None:
 
 
 async def _generic_plan(
-    connection: AsyncConnection, statement: sa.Select[Any], values: dict[str, Any]
+    connection: AsyncConnection, statement: sa.ClauseElement, values: dict[str, Any]
 ) -> str:
     """EXPLAIN of the statement's generic plan (PREPARE with every value a parameter)."""
     compiled = statement.compile(dialect=connection.dialect)  # asyncpg's: $1, $2, ... in order
+    assert isinstance(compiled, SQLCompiler)
     arguments = {**compiled.params, **values}
     literals = ", ".join(_literal(arguments[name]) for name in compiled.positiontup or ())
     await connection.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
@@ -56,8 +58,16 @@ def _literal(value: object) -> str:
     return f"'{value}'" if isinstance(value, str) else str(value)
 
 
-async def test_counting_a_small_queue_beside_a_deep_one_uses_the_queue_order_index(
-    manager: QueueManager, database_url: str
+READ_ONE_QUEUE = {
+    "counting": statements.QUEUE_LOOKED_AT_POSTGRESQL,
+    "taking in a transaction": statements.TAKE_FIRST_POSTGRESQL,
+    "taking plain messages": statements.TAKE_PLAIN_FIRST,
+}
+
+
+@pytest.mark.parametrize("reading", list(READ_ONE_QUEUE))
+async def test_a_small_queue_beside_a_deep_one_is_read_through_the_queue_order_index(
+    manager: QueueManager, database_url: str, reading: str
 ) -> None:
     if not database_url.startswith("postgresql"):
         pytest.skip("the plan cache is PostgreSQL's")
@@ -66,10 +76,10 @@ async def test_counting_a_small_queue_beside_a_deep_one_uses_the_queue_order_ind
     await manager.send("private$/deep", MessageProperties(body=b"copied"))
     store = manager.store
     assert isinstance(store, SqlStore)
-    values = statements.available_values(small.id, 0)
+    values = statements.available_values(small.id, 0) | {"key": small.path.key, "limit": 1}
     async with store.engine.connect() as connection:
         await _fill_one_queue(connection)
-        plan = await _generic_plan(connection, statements.QUEUE_LOOKED_AT_POSTGRESQL, values)
+        plan = await _generic_plan(connection, READ_ONE_QUEUE[reading], values)
         await connection.commit()
     assert "ix_messages_receive_order" in plan, plan
     assert "Seq Scan on messages" not in plan, plan
