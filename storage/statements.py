@@ -182,12 +182,13 @@ arrivals place into (`:target_keys`), locked in one sweep in ID order, before QU
 takes its part of them again."""
 
 
-def _counters(taken: sa.ColumnElement[Any]) -> sa.Select[Any]:
-    return (
-        sa.select(taken)
-        .select_from(sa.func.generate_series(1, sa.bindparam("count", type_=sa.Integer)))
-        .where(sa.func.pg_current_xact_id().is_not(None))
-    )
+def _counters(taken: sa.ColumnElement[Any], one: bool = False) -> sa.Select[Any]:
+    """`:count` counters (`one`: a single one, with no series, so that a generic plan expects
+    one row as the custom plans do; a series to a parameter is guessed at 1,000 rows)."""
+    chosen = sa.select(taken).where(sa.func.pg_current_xact_id().is_not(None))
+    if one:
+        return chosen
+    return chosen.select_from(sa.func.generate_series(1, sa.bindparam("count", type_=sa.Integer)))
 
 
 NEXT_COUNTERS = _counters(message_counter.next_value())
@@ -481,7 +482,7 @@ def _enqueue_plain(single: bool) -> sa.Select[Any]:
         .with_for_update(of=queues)
         .cte("room")
     )
-    counters = _counters(message_counter.next_value().label("counter"))
+    counters = _counters(message_counter.next_value().label("counter"), one=single)
     numbered = counters.where(sa.exists(sa.select(room.c.id))).cte("numbered")  # none unless locked
     ranked = sa.select(
         numbered.c.counter, sa.func.row_number().over(order_by=numbered.c.counter).label("ordinal")
