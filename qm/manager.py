@@ -475,6 +475,8 @@ class QueueManager:
     def _as_read(self, message: Message) -> Message:
         """Report the remaining TTBR, as MSMQ does on receive (reference §7.4)."""
         remaining = rules.remaining_seconds(message.ttbr_deadline, self.clock.now())
+        if remaining == message.properties.time_to_be_received:
+            return message  # as it reads already (INFINITE without a TTBR): two replace() cost ~20 us
         properties = dataclasses.replace(message.properties, time_to_be_received=remaining)
         return dataclasses.replace(message, properties=properties)
 
