@@ -256,15 +256,7 @@ class QueueManager:
         properties = arrival.properties
         if arrival.transaction is not None:
             properties = await self._transactional(properties, held_by)
-        new_message = self._new_message(queue, properties, held_by, arrival.transaction is not None)
-        new_message = dataclasses.replace(
-            new_message, duplicate_key=arrival.duplicate_key, stream=arrival.stream, queue_key=queue.path.key
-        )
-        if arrival.boundaries is not None:
-            first, last = arrival.boundaries
-            new_message = dataclasses.replace(
-                new_message, first_in_transaction=first, last_in_transaction=last
-            )
+        new_message = self._new_message(queue, properties, held_by, arrival)
         return await self._enqueue(queue, new_message)
 
     async def _transactional(self, properties: MessageProperties, held_by: str | None) -> MessageProperties:
@@ -291,15 +283,18 @@ class QueueManager:
         return transaction
 
     def _new_message(
-        self, queue: Queue, properties: MessageProperties, transaction: str | None, transactional: bool
+        self, queue: Queue, properties: MessageProperties, transaction: str | None, arrival: Arrival
     ) -> NewMessage:
-        """Deadlines from now; TTBR wins over a later TTRQ (a message never outlives its TTBR)."""
+        """Deadlines from now; TTBR wins over a later TTRQ (a message never outlives its TTBR).
+        Built in one go: each dataclasses.replace() of it cost about 10 us per send."""
         now = self.clock.now()
         ttbr_deadline = rules.deadline(now, properties.time_to_be_received)
         ttrq_deadline = rules.deadline(now, properties.time_to_reach_queue)
         if ttbr_deadline is not None and (ttrq_deadline is None or ttrq_deadline > ttbr_deadline):
             ttrq_deadline = ttbr_deadline
+        transactional = arrival.transaction is not None
         single = transactional and transaction is None
+        first, last = (single, single) if arrival.boundaries is None else arrival.boundaries
         return NewMessage(
             queue_id=queue.id,
             properties=properties,
@@ -310,9 +305,12 @@ class QueueManager:
             ttbr_deadline=ttbr_deadline,
             ttrq_deadline=ttrq_deadline,
             transaction_id=transaction,
-            first_in_transaction=single,
-            last_in_transaction=single,
+            first_in_transaction=first,
+            last_in_transaction=last,
             transactional=transactional,
+            duplicate_key=arrival.duplicate_key,
+            stream=arrival.stream,
+            queue_key=queue.path.key,
         )
 
     async def _enqueue(self, queue: Queue, new_message: NewMessage) -> Message | None:
