@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from qm import outbound, rules, streams
 from qm.clock import Clock
@@ -45,6 +45,18 @@ SINGLE_MESSAGE_TRANSACTION = "single"
 """MQ_SINGLE_MESSAGE: a send that is its own transaction."""
 
 Attempt = Callable[[], Awaitable[Message | None]]
+
+
+class Abandonment(Protocol):
+    """Whether a waiting read's caller went away (its client hung up): it then takes nothing it
+    could not hand over. An asyncio.Event is one."""
+
+    def is_set(self) -> bool: ...
+
+    def wait(self) -> Awaitable[object]:
+        """Return once the caller went away. Awaited only while the read waits for a change of
+        its queue (attempts are never cut off), and cancelled when the wait ends."""
+        ...
 
 
 _T = TypeVar("_T")
@@ -484,7 +496,7 @@ class QueueManager:
         selector: Selector,
         claim: Claim,
         timeout_ms: int,
-        abandoned: asyncio.Event | None = None,
+        abandoned: Abandonment | None = None,
     ) -> Message | None:
         """Take (receive or lock) what the selector addresses, waiting up to the timeout."""
 
@@ -498,7 +510,7 @@ class QueueManager:
         queue: Queue,
         attempt: Attempt,
         timeout_ms: int,
-        abandoned: asyncio.Event | None = None,
+        abandoned: Abandonment | None = None,
         takes_first: bool = False,
     ) -> Message | None:
         """Try, then wait for a change of the queue, until the timeout (INFINITE: forever) or
@@ -538,7 +550,7 @@ class QueueManager:
             raise
 
 
-async def _first_of(waiting: Awaitable[bool], abandoned: asyncio.Event | None) -> bool:
+async def _first_of(waiting: Awaitable[bool], abandoned: Abandonment | None) -> bool:
     """Await `waiting`, or stop early when `abandoned` is set (False then); attempts are never
     cut off."""
     if abandoned is None:
