@@ -146,10 +146,10 @@ def _raw_message(payload: bytes, request: Request) -> MessageProperties:
 @functools.lru_cache(maxsize=256)
 def _header_properties(texts: tuple[tuple[str, str], ...]) -> Mapping[str, Any]:
     """The message properties the X-Msmq-* header texts give (a body aside), as keyword
-    arguments of MessageProperties, keyed by the (field, text) pairs in sorted order. Remembered: a sender's
-    messages mostly repeat their headers, or have none, and reading and validating them cost
-    about 15 us a send. A refusal raises, and is not remembered; what is remembered is shared,
-    so it is read-only."""
+    arguments of MessageProperties, keyed by the (field, text) pairs in sorted order.
+    Remembered: a sender's messages mostly repeat their headers, or have none, and reading and
+    validating them cost about 15 us a send. A refusal raises, and is not remembered; what is
+    remembered is shared, so it is read-only."""
     by_field = dict(texts)
     fields: dict[str, Any] = {}
     for field, parse in SEND_HEADERS.items():
