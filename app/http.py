@@ -6,9 +6,10 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from http import HTTPStatus
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 from pydantic_core import to_json, to_jsonable_python
 
 from app.errors import HttpMqError
-from app.schemas import MessageIn, message_fields
+from app.schemas import MessageIn, header_fields, message_fields
 from qm.errors import MqError, MqErrorCode
 from qm.model import Message, MessageProperties
 
@@ -136,10 +137,23 @@ def _sent_headers(request: Request) -> dict[str, str]:
 
 
 def _raw_message(payload: bytes, request: Request) -> MessageProperties:
-    fields: dict[str, Any] = {}
     texts = _sent_headers(request)
+    sent = _header_properties(tuple(sorted(texts.items())))
+    # The body goes in as it came: through `body_base64` it was encoded and decoded twice.
+    return MessageProperties(**{**sent, "body": payload})
+
+
+@functools.lru_cache(maxsize=256)
+def _header_properties(texts: tuple[tuple[str, str], ...]) -> Mapping[str, Any]:
+    """The message properties the X-Msmq-* header texts give (a body aside), as keyword
+    arguments of MessageProperties, keyed by the (field, text) pairs in sorted order.
+    Remembered: a sender's messages mostly repeat their headers, or have none, and reading and
+    validating them cost about 15 us a send. A refusal raises, and is not remembered; what is
+    remembered is shared, so it is read-only."""
+    by_field = dict(texts)
+    fields: dict[str, Any] = {}
     for field, parse in SEND_HEADERS.items():
-        text = texts.get(field)
+        text = by_field.get(field)
         if text is None:
             continue
         try:
@@ -152,8 +166,8 @@ def _raw_message(payload: bytes, request: Request) -> MessageProperties:
         properties = MessageIn.model_validate(fields).properties()
     except ValidationError as error:
         raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, _validation_text(error)) from None
-    # The body goes in as it came: through `body_base64` it was encoded and decoded twice.
-    return dataclasses.replace(properties, body=payload)
+    arguments = {field.name: getattr(properties, field.name) for field in dataclasses.fields(properties)}
+    return MappingProxyType(arguments)
 
 
 def wants_raw(request: Request) -> bool:
@@ -174,15 +188,23 @@ def message_response(
     lock_expires_at: datetime | None = None,
 ) -> Response:
     """200 with the message as JSON (`MessageOut`), or raw with `Accept: application/octet-stream`."""
-    fields = message_fields(message, queue, lock_tag, lock_expires_at)
     if not wants_raw(request):
-        return json_response(fields)
-    headers = {
-        header_name(name): _header_text(value)
-        for name, value in fields.items()
-        if name not in ("body", "body_base64") and value not in (None, "")
-    }
-    return Response(message.properties.body, media_type=OCTET_STREAM, headers=headers)
+        return json_response(message_fields(message, queue, lock_tag, lock_expires_at))
+    response = Response(message.properties.body, media_type=OCTET_STREAM)
+    # The X-Msmq-* headers go before the two Starlette adds (Content-Length, Content-Type), where
+    # it puts headers given to it; given as ASGI bytes at once, not lower-cased and encoded again.
+    response.raw_headers[:0] = [
+        (_raw_header_name(name), _header_text(value).encode("latin-1"))
+        for name, value in header_fields(message, queue, lock_tag, lock_expires_at).items()
+        if value not in (None, "")
+    ]
+    return response
+
+
+@functools.cache  # thirty names, encoded for every raw answer otherwise
+def _raw_header_name(field: str) -> bytes:
+    """The header's name as Starlette writes a name given to it: lower-case latin-1."""
+    return header_name(field).lower().encode("latin-1")
 
 
 _HEADER_SAFE = "{}\\$/:=;@+-_.,"
@@ -192,9 +214,14 @@ values, and a match costs a fraction of `quote`."""
 
 
 def _header_text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(int(value))  # nothing to escape; int() for the flag and class enums
-    text = value if isinstance(value, str) else str(to_jsonable_python(value))  # datetimes as in JSON
-    return text if _NOTHING_TO_ESCAPE.fullmatch(text) else quote(text, safe=_HEADER_SAFE)
+    # Exact types first (plain ints and texts are most fields of a raw answer; isinstance walks
+    # the class's bases), then what else a field holds: bools, the flag and class enums, datetimes.
+    if type(value) is int:
+        return str(value)  # nothing to escape
+    if type(value) is not str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int):
+            return str(int(value))  # int() for the flag and class enums
+        value = str(to_jsonable_python(value))  # datetimes as in JSON
+    return value if _NOTHING_TO_ESCAPE.fullmatch(value) else quote(value, safe=_HEADER_SAFE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from qm.errors import MqError, MqErrorCode
-from qm.manager import Attempt, QueueManager
+from qm.manager import Abandonment, Attempt, QueueManager
 from qm.model import INFINITE, Message, Queue
 from qm.store import Claim, PositionState, Seek, Selector
 
@@ -23,7 +23,7 @@ class QueueReader:
         path_text: str,
         timeout_ms: int,
         transaction: str | None = None,
-        abandoned: asyncio.Event | None = None,
+        abandoned: Abandonment | None = None,
     ) -> Message | None:
         """Remove the first available message, waiting up to the timeout; None on timeout,
         or as soon as `abandoned` is set (the caller can no longer take the message)."""
@@ -41,7 +41,7 @@ class QueueReader:
         return await self._qm.with_known_queue(self._qm.resolve(path_text), take)
 
     async def receive_many(
-        self, path_text: str, timeout_ms: int, max_messages: int, abandoned: asyncio.Event | None = None
+        self, path_text: str, timeout_ms: int, max_messages: int, abandoned: Abandonment | None = None
     ) -> list[Message]:
         """Remove up to `max_messages` available messages in queue order, waiting up to the
         timeout for the first; empty on timeout. Outside any transaction (a batch is for speed)."""

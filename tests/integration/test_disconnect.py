@@ -10,6 +10,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from tests.integration.support import observe_wakeups
+
 pytestmark = pytest.mark.anyio
 
 QUEUE = "private$/orders"
@@ -18,9 +20,10 @@ QUEUE = "private$/orders"
 class HangingUpClient:
     """Drives one ASGI request and disconnects when told, as a closed socket would."""
 
-    def __init__(self, app: FastAPI, path: str) -> None:
+    def __init__(self, app: FastAPI, path: str, query: bytes = b"timeout_ms=30000") -> None:
         self._app = app
         self._path = path
+        self._query = query
         self._hang_up = asyncio.Event()
         self.messages: list[MutableMapping[str, Any]] = []
         self._body_sent = False
@@ -44,7 +47,7 @@ class HangingUpClient:
             "scheme": "http",
             "path": self._path,
             "raw_path": self._path.encode(),
-            "query_string": b"timeout_ms=30000",
+            "query_string": self._query,
             "headers": [(b"host", b"testserver")],
             "client": ("127.0.0.1", 50000),
             "server": ("testserver", 80),
@@ -65,6 +68,25 @@ async def test_a_receive_abandoned_by_its_client_takes_no_message(
     assert (await client.post("/api/queues", json={"path": QUEUE})).status_code == 201
     waiting = HangingUpClient(app, f"/api/queues/{QUEUE}/receive")
     request = asyncio.create_task(waiting.run())
+    waiting.hang_up()
+    await asyncio.wait_for(request, timeout=10)  # well before the 30 s wait it asked for
+    assert waiting.status == 204
+    assert (await client.post(f"/api/queues/{QUEUE}/messages", json={"body": "kept"})).status_code == 201
+    peeked = await client.get(f"/api/queues/{QUEUE}/peek")
+    assert peeked.status_code == 200 and peeked.json()["body"] == "kept"
+
+
+@pytest.mark.parametrize("query", [b"timeout_ms=30000", b"timeout_ms=30000&max_messages=5"])
+async def test_a_hang_up_during_the_wait_ends_it_and_a_later_message_stays(
+    app: FastAPI, client: httpx.AsyncClient, query: bytes
+) -> None:
+    """The connection is read while the receive waits (app.routes.messages.HangUp): a hang-up
+    that comes once it waits ends the wait, as one that came before it."""
+    assert (await client.post("/api/queues", json={"path": QUEUE})).status_code == 201
+    wakeups = observe_wakeups(app)
+    waiting = HangingUpClient(app, f"/api/queues/{QUEUE}/receive", query)
+    request = asyncio.create_task(waiting.run())
+    await wakeups.until_waiting()
     waiting.hang_up()
     await asyncio.wait_for(request, timeout=10)  # well before the 30 s wait it asked for
     assert waiting.status == 204

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 
 import pytest
 from starlette.requests import Request
@@ -62,3 +63,23 @@ async def test_of_two_unreadable_headers_the_first_property_is_named() -> None:
     """In the order of the properties (label, priority, ...), not of the headers."""
     with pytest.raises(MqError, match="X-Msmq-Priority"):
         await sent(("X-Msmq-Acknowledge", "many"), ("X-Msmq-Priority", "high"))
+
+
+@pytest.mark.anyio
+async def test_repeated_headers_give_the_same_properties_with_each_message_its_own_body() -> None:
+    """The properties of a set of header texts are remembered (app.http._header_properties)."""
+    headers = (("X-Msmq-Label", "same"), ("X-Msmq-Priority", "4"))
+    first = await message_from_request(request(*headers, body=b"first"), 4096)
+    second = await message_from_request(request(*reversed(headers), body=b"second"), 4096)
+    assert (first.body, second.body) == (b"first", b"second")
+    assert dataclasses.replace(first, body=b"") == dataclasses.replace(second, body=b"")
+    assert (second.label, second.priority) == ("same", 4)
+
+
+@pytest.mark.anyio
+async def test_a_refused_header_is_refused_every_time() -> None:
+    for _ in range(2):
+        with pytest.raises(MqError, match="X-Msmq-Priority"):
+            await sent(("X-Msmq-Priority", "high"))
+        with pytest.raises(MqError, match="delivery"):
+            await sent(("X-Msmq-Delivery", "sometimes"))

@@ -12,8 +12,9 @@ from urllib.parse import quote
 import pytest
 from pydantic_core import to_json, to_jsonable_python
 from starlette.requests import Request
+from starlette.responses import Response
 
-from app.http import _header_text, header_name, message_response
+from app.http import OCTET_STREAM, _header_text, header_name, message_response
 from app.schemas import MessageOut, SentOut, message_fields, sent_fields
 from qm.model import Delivery, Message, MessageClass, MessageProperties
 
@@ -158,6 +159,10 @@ def test_a_raw_answer_carries_the_fields_as_headers_by_the_general_rule(
     expected = headers_as_written_generically(sent, lock_tag, lock_expires_at)
     assert written == [(name.lower(), text) for name, text in expected]
     assert response.body == sent.properties.body
+    # Every header, in order, as Starlette writes the X-Msmq-* headers given to it as a mapping
+    # (how the answer was built before its headers were given as bytes).
+    as_a_mapping = Response(sent.properties.body, media_type=OCTET_STREAM, headers=dict(expected))
+    assert response.raw_headers == as_a_mapping.raw_headers
 
 
 def test_a_header_value_is_escaped_exactly_where_quote_escapes_it() -> None:
