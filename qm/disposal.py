@@ -122,7 +122,7 @@ class DisposalPolicy:
         placements = []
         if reason is Reason.RECEIVED and departure.queue_journal:
             placements.append(self._copy(departure, PlacementKind.JOURNAL, departure.queue.journal_path))
-        if reason is Reason.ARRIVED and self._source_journaling(departure.message):
+        if reason is Reason.ARRIVED and self._journals_at_source(departure.message):
             target = system_queue_path(SystemQueue.JOURNAL)
             placements.append(self._copy(departure, PlacementKind.COMPUTER_JOURNAL, target))
         if reason.negative:
@@ -162,7 +162,7 @@ class DisposalPolicy:
         delivery earns the positive source-journal copy; failure the dead letter and the NACK.
         Arrival acknowledgments come from the remote queue manager."""
         if reason is Reason.DELIVERED:
-            if not self._source_journaling(departure.message):
+            if not self._journals_at_source(departure.message):
                 return []
             target = system_queue_path(SystemQueue.JOURNAL)
             return [self._copy(departure, PlacementKind.COMPUTER_JOURNAL, target)]
@@ -170,10 +170,12 @@ class DisposalPolicy:
             return []
         return self._dead_letter(departure, reason) + self._acknowledgment(departure, reason, now)
 
-    def _source_journaling(self, message: Message) -> bool:
+    def _journals_at_source(self, message: Message) -> bool:
+        return self._source_journaling(message.properties.journal, message.source_machine)
+
+    def _source_journaling(self, flags: int, source_machine: uuid.UUID) -> bool:
         """Positive source journaling of a message this queue manager sent (MQMSG_JOURNAL)."""
-        flags = message.properties.journal
-        return bool(flags & JournalFlags.JOURNAL) and message.source_machine == self.identity.guid
+        return bool(flags & JournalFlags.JOURNAL) and source_machine == self.identity.guid
 
     def _dead_letter(self, departure: Departure, reason: Reason) -> list[Placement]:
         """Negative source journaling (reference §7.12): non-transactional messages to
@@ -192,11 +194,25 @@ class DisposalPolicy:
         properties = dataclasses.replace(copy.properties, message_class=reason.value)
         return [dataclasses.replace(copy, properties=properties)]
 
-    def acknowledgment_target(self, properties: MessageProperties, reason: Reason) -> QueuePath | None:
-        """The queue that `reason`'s acknowledgment of such a message goes to, if it asks for
-        one. The store locks it, with the message's own queue, before either changes."""
-        admin_queue = properties.admin_queue
-        if not admin_queue or not acks.requested(properties.acknowledge, reason.value):
+    def arrival_targets(self, properties: MessageProperties, source_machine: uuid.UUID) -> list[QueuePath]:
+        """The queues an arrival of such a message may place into (its acknowledgment, its
+        computer-journal copy): the store locks them with the message's queue, in one sweep."""
+        targets = []
+        if self._source_journaling(properties.journal, source_machine):
+            targets.append(system_queue_path(SystemQueue.JOURNAL))
+        acknowledgment = self.acknowledgment_target(
+            properties.admin_queue, properties.acknowledge, Reason.ARRIVED
+        )
+        if acknowledgment is not None:
+            targets.append(acknowledgment)
+        return targets
+
+    def acknowledgment_target(
+        self, admin_queue: str | None, acknowledge: int, reason: Reason
+    ) -> QueuePath | None:
+        """The queue that `reason`'s acknowledgment of a message with this admin queue and
+        acknowledgment level goes to, if it asks for one."""
+        if not admin_queue or not acks.requested(acknowledge, reason.value):
             return None
         target = self.local_queue(admin_queue) or self.remote_queue(admin_queue)
         if target is None or not (target.writable or target.kind is QueueKind.OUTGOING):
@@ -205,7 +221,8 @@ class DisposalPolicy:
 
     def _acknowledgment(self, departure: Departure, reason: Reason, now: datetime) -> list[Placement]:
         message = departure.message
-        target = self.acknowledgment_target(message.properties, reason)
+        properties = message.properties
+        target = self.acknowledgment_target(properties.admin_queue, properties.acknowledge, reason)
         if target is None:
             return []
         properties = acks.acknowledgment(

@@ -44,26 +44,35 @@ class Consequences:
         self, gone: Sequence[Mapping[Any, Any]], reason: Reason | None, known: QueueFacts | None = None
     ) -> None:
         """Rows just deleted from `messages`: subtract them, then place what their removal earns."""
-        if not gone:
-            return
-        placements = [] if reason is None else await self._placements(gone, reason, known)
-        # The rows of the queues left and of the queues placed into are locked in one sweep,
-        # in ID order, before any of them changes: a send batch locks its queues in that order.
-        sources = {row["queue_id"] for row in gone}
-        targets = await self._targets({p.target.key for p in placements}, sources) if placements else {}
-        await add_to_totals(self._connection, gone, sign=-1)
-        await self._place(placements, targets)
+        if gone:
+            await self.settle(gone, [] if reason is None else await self.earned(gone, reason, known))
+
+    async def settle(self, gone: Sequence[Mapping[Any, Any]], placements: Sequence[Placement]) -> None:
+        """What a transaction's message-row changes earn, after all of them: the rows of the
+        queues `gone` left and of the queues the placements go to are locked in one sweep, in
+        ID order, as a send batch locks its queues; then `gone` is subtracted from the totals
+        and the placements are inserted. Locking in several sweeps (one per kind of removal,
+        or the totals before the placements' targets) can take a lower queue after a higher
+        one, and deadlock (tests/contract/test_lock_order*.py)."""
+        if placements:
+            sources = {row["queue_id"] for row in gone}
+            targets = _after(await self._targets({p.target.key for p in placements}, sources), gone)
+        if gone:
+            await add_to_totals(self._connection, gone, sign=-1)
+        if placements:
+            await self._place(placements, targets)
 
     async def follow(
         self, affected: Sequence[Mapping[Any, Any]], reason: Reason, known: QueueFacts | None = None
     ) -> None:
         """Place what the policy asks for each message (for ARRIVED: rows now available).
         `known` saves looking up queues the caller already has (the hot receive path)."""
-        await self.place(await self._placements(affected, reason, known))
+        await self.settle([], await self.earned(affected, reason, known))
 
-    async def _placements(
-        self, affected: Sequence[Mapping[Any, Any]], reason: Reason, known: QueueFacts | None
+    async def earned(
+        self, affected: Sequence[Mapping[Any, Any]], reason: Reason, known: QueueFacts | None = None
     ) -> list[Placement]:
+        """What the policy places for each message, not yet placed (`settle` places it)."""
         policy = self._store.policy
         if policy is not None and reason is Reason.ARRIVED:
             affected = [
@@ -78,24 +87,26 @@ class Consequences:
             placements.extend(policy.consequences(departure, reason, self._now))
         return placements
 
-    async def final_receipts(self, gone: Sequence[Mapping[Any, Any]], reason: Reason) -> None:
+    async def final_receipts_earned(
+        self, gone: Sequence[Mapping[Any, Any]], reason: Reason
+    ) -> list[Placement]:
         """Only the final receipts (reference §4.4) of messages removed by a caller that places
         their other consequences itself (a trigger's rejection)."""
         policy = self._store.policy
         if policy is None or not gone:
-            return
+            return []
         departures = await self._departures(gone, reason)
-        await self.place([p for d in departures for p in policy.final_receipt(d, reason, self._now)])
+        return [p for d in departures for p in policy.final_receipt(d, reason, self._now)]
 
     async def concluded(self, gone: Sequence[Mapping[Any, Any]], reason: Reason) -> None:
         """Rows just deleted from an outgoing queue on a final receipt: subtract them, and place
         the sender's dead letter of a negative outcome (DisposalPolicy.settled_at_source)."""
-        await add_to_totals(self._connection, gone, sign=-1)
         policy = self._store.policy
-        if policy is None or not gone:
-            return
-        departures = await self._departures(gone, reason)
-        await self.place([p for d in departures for p in policy.settled_at_source(d, reason)])
+        placements: list[Placement] = []
+        if policy is not None and gone:
+            departures = await self._departures(gone, reason)
+            placements = [p for d in departures for p in policy.settled_at_source(d, reason)]
+        await self.settle(gone, placements)
 
     async def _departures(
         self, affected: Sequence[Mapping[Any, Any]], reason: Reason, known: QueueFacts | None = None
@@ -140,8 +151,7 @@ class Consequences:
 
     async def place(self, placements: Sequence[Placement]) -> None:
         """Insert each placement in its target queue, within the target's quota; drop the rest."""
-        if placements:
-            await self._place(placements, await self._targets({p.target.key for p in placements}))
+        await self.settle([], placements)
 
     async def _place(self, placements: Sequence[Placement], targets: dict[str, Target]) -> None:
         if not placements:
@@ -183,6 +193,17 @@ class Consequences:
             row.path_key: (row.id, row.byte_count, row.quota_kb, row.transactional)
             for row in await self._connection.execute(statement)
         }
+
+
+def _after(targets: dict[str, Target], gone: Sequence[Mapping[Any, Any]]) -> dict[str, Target]:
+    """The targets' bytes as they are once `gone` has left (read before it was subtracted)."""
+    leaving: dict[int, int] = {}
+    for row in gone:
+        leaving[row["queue_id"]] = leaving.get(row["queue_id"], 0) + row["body_size"]
+    return {
+        key: (queue_id, stored - leaving.get(queue_id, 0), quota, transactional)
+        for key, (queue_id, stored, quota, transactional) in targets.items()
+    }
 
 
 def _refuses(placement: Placement, target: Target) -> bool:

@@ -225,9 +225,10 @@ class MessageStore(StreamStore):
         return results
 
     async def _lock_arrival_targets(self, connection: AsyncConnection, items: Sequence[NewMessage]) -> None:
-        """PostgreSQL: a batch whose arrivals are acknowledged in other queues locks those rows
-        with its own, in ID order, before the room does; placing the acknowledgments after the
-        room would lock a lower queue after a higher one, against the order of every send."""
+        """PostgreSQL: a batch whose arrivals place into other queues (acknowledgments, computer
+        journal copies) locks those rows with its own, in ID order, before the room does;
+        placing them after the room would lock a lower queue after a higher one, against the
+        order of every send."""
         policy = self.policy
         if self._sqlite or policy is None:
             return
@@ -235,7 +236,7 @@ class MessageStore(StreamStore):
             target.key
             for item in items
             if item.transaction_id is None
-            and (target := policy.acknowledgment_target(item.properties, Reason.ARRIVED)) is not None
+            for target in policy.arrival_targets(item.properties, item.source_machine)
         }
         if targets:
             queue_ids = sorted({item.queue_id for item in items})

@@ -223,10 +223,13 @@ class OutgoingStore(StoreBase):
                 m.lookup_id.in_(covered), m.state == AVAILABLE, sa.not_(_awaits_final_receipt())
             )
             gone = (await connection.execute(removal.returning(*messages.c))).mappings().all()
-            consequences = Consequences(self, connection, now)
-            await consequences.removed(gone, Reason.DELIVERED)
             held = await self._hold_for_final_receipt(connection, queue_id, last_ordinal, now)
-            await consequences.follow(held, Reason.DELIVERED)
+            consequences = Consequences(self, connection, now)
+            placements = [
+                *await consequences.earned(gone, Reason.DELIVERED),
+                *await consequences.earned(held, Reason.DELIVERED),
+            ]
+            await consequences.settle(gone, placements)
             await connection.execute(
                 sa.delete(outgoing_stream_messages).where(
                     sm.queue_id == queue_id,

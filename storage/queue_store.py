@@ -174,10 +174,10 @@ class QueueStore(StoreBase):
         async with self._transaction() as connection:
             family = sa.select(q.id).where(sa.or_(q.id == queue_id, q.journal_of == queue_id))
             await self._hold_messages(connection, m.queue_id.in_(family))
+            leaving = m.queue_id == queue_id
+            await self._lock_removal_targets(connection, queue_id, leaving, Reason.QUEUE_DELETED)
             consequences = Consequences(self, connection, now)
-            followed = await self._remove_followed(
-                connection, m.queue_id == queue_id, consequences, Reason.QUEUE_DELETED
-            )
+            followed = await self._remove_followed(connection, leaving, consequences, Reason.QUEUE_DELETED)
             dropped = await connection.execute(sa.delete(messages).where(m.queue_id.in_(family)))
             await connection.execute(sa.delete(cursors).where(cursors.c.queue_id.in_(family)))
             await connection.execute(sa.delete(queues).where(q.journal_of == queue_id))
@@ -185,10 +185,12 @@ class QueueStore(StoreBase):
         return followed + int(dropped.rowcount)
 
     async def purge_queue(self, queue_id: int, now: datetime, reason: Reason = Reason.PURGED) -> int:
-        """Available messages leave with reason PURGED; locked ones when their lock ends."""
-        available = sa.and_(m.queue_id == queue_id, m.state == AVAILABLE)
+        """Available messages leave with reason PURGED; locked ones when their lock ends.
+        Messages that arrive while the purge runs stay."""
         async with self._transaction() as connection:
-            await self._hold_messages(connection, m.queue_id == queue_id)
+            await self._mark_purged(connection, queue_id)
+            available = sa.and_(m.queue_id == queue_id, m.state == AVAILABLE, m.purge_pending)
+            await self._lock_removal_targets(connection, queue_id, available, reason)
             consequences = Consequences(self, connection, now)
             followed = await self._remove_followed(connection, available, consequences, reason)
             if self._sqlite:  # one writer: the rows counted are the rows deleted
@@ -197,14 +199,22 @@ class QueueStore(StoreBase):
             else:
                 gone = sa.delete(messages).where(available).returning(m.body_size).cte("gone")
                 number, size = (await connection.execute(_count_and_size(gone.c.body_size))).one()
-            locked = sa.and_(m.queue_id == queue_id, m.state == LOCKED)
-            await connection.execute(sa.update(messages).where(locked).values(purge_pending=True))
             await connection.execute(
                 sa.update(queues)
                 .where(q.id == queue_id)
                 .values(message_count=q.message_count - number, byte_count=q.byte_count - size)
             )
         return followed + int(number)
+
+    @staticmethod
+    async def _mark_purged(connection: AsyncConnection, queue_id: int) -> None:
+        """Mark the queue's available and locked messages as the purge's, before any queue row
+        is locked: the update locks their rows (message rows first, as every removal does), the
+        available ones are removed below, the locked ones when their lock ends. A message that
+        arrives meanwhile is not marked, so the purge never waits for its row while it holds
+        queue rows (a receive may hold it and wait for the queue's row)."""
+        purged = sa.and_(m.queue_id == queue_id, m.state.in_([AVAILABLE, LOCKED]), m.purge_pending.is_(False))
+        await connection.execute(sa.update(messages).where(purged).values(purge_pending=True))
 
     async def _hold_messages(self, connection: AsyncConnection, where: sa.ColumnElement[bool]) -> None:
         """PostgreSQL: lock every message row the removal will touch before any queue row, as
@@ -214,6 +224,28 @@ class QueueStore(StoreBase):
         if not self._sqlite:
             held = sa.select(m.lookup_id).where(where).with_for_update().subquery()
             await connection.execute(sa.select(sa.func.count()).select_from(held))
+
+    async def _lock_removal_targets(
+        self, connection: AsyncConnection, queue_id: int, leaving: sa.ColumnElement[bool], reason: Reason
+    ) -> None:
+        """PostgreSQL: the queue's row and those of every queue its removed messages may place
+        into (dead-letter queues, admin queues), in one sweep in ID order, before the first
+        batch: each batch's own sweep would otherwise lock a lower admin queue after the queue."""
+        policy = self.policy
+        if self._sqlite or policy is None:
+            return
+        asking = sa.select(m.admin_queue, m.acknowledge).where(leaving, _has_consequences()).distinct()
+        found = (await connection.execute(asking)).all()
+        if not found:
+            return
+        targets = {system_queue_path(kind).key for kind in (SystemQueue.DEADLETTER, SystemQueue.DEADXACT)}
+        for admin_queue, acknowledge in found:
+            target = policy.acknowledgment_target(admin_queue, acknowledge, reason)
+            if target is not None:
+                targets.add(target.key)
+        chosen = sa.or_(q.id == queue_id, q.path_key.in_(sorted(targets)))
+        locked = sa.select(q.id).where(chosen).order_by(q.id).with_for_update(key_share=True)
+        await connection.execute(locked)
 
     async def _remove_followed(
         self,

@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from qm.disposal import Reason
+from qm.disposal import Placement, Reason
 from qm.store import CursorRecord, ReleaseReport, TransactionRecord
 from storage import rows
 from storage.base import StoreBase
@@ -75,22 +75,39 @@ class TransactionStore(StoreBase):
     async def _finish(
         self, connection: AsyncConnection, transaction_id: str, commit: bool, now: datetime
     ) -> frozenset[int] | None:
+        consequences = Consequences(self, connection, now)
+        ended = await self._end_rows(connection, transaction_id, commit, consequences, now)
+        if ended is None:
+            return None
+        touched, gone, placements = ended
+        await consequences.settle(gone, placements)
+        return touched
+
+    async def _end_rows(
+        self,
+        connection: AsyncConnection,
+        transaction_id: str,
+        commit: bool,
+        consequences: Consequences,
+        now: datetime,
+    ) -> tuple[frozenset[int], list[Row], list[Placement]] | None:
+        """The transaction's message rows changed (deleted, made available, returned); what the
+        change leaves and earns, for Consequences.settle once every message row is done."""
         gone = await connection.execute(sa.delete(transactions).where(t.id == transaction_id))
         if not gone.rowcount:
             return None
         statement = sa.select(messages).where(m.transaction_id == transaction_id).order_by(m.lookup_id)
         held = (await connection.execute(statement)).mappings().all()
-        consequences = Consequences(self, connection, now)
         if commit:
-            await self._commit_rows(connection, held, consequences, now)
+            removed, placements = await self._commit_rows(connection, held, consequences, now)
         else:
-            await self._abort_rows(connection, held, consequences)
+            removed, placements = await self._abort_rows(connection, held, consequences)
         self.changed(connection, (row["queue_id"] for row in held))  # one wake-up per message
-        return frozenset(row["queue_id"] for row in held)
+        return frozenset(row["queue_id"] for row in held), removed, placements
 
     async def _commit_rows(
         self, connection: AsyncConnection, held: Sequence[Row], consequences: Consequences, now: datetime
-    ) -> None:
+    ) -> tuple[list[Row], list[Placement]]:
         """Received messages leave (journaled, acknowledged); sent ones reach their queues —
         unless their time to reach the queue ran out first — with first/last marked."""
         received = [row for row in held if row["txn_op"] == TXN_DEQUEUE]
@@ -99,41 +116,42 @@ class TransactionStore(StoreBase):
         late = [row for row in sent if _past(row["ttrq_deadline"], now)]
         arriving = [row for row in sent if not _past(row["ttrq_deadline"], now)]
         await self._delete_rows(connection, [*received, *purged, *late])
-        await consequences.removed(received, Reason.RECEIVED)
-        await consequences.removed(purged, Reason.PURGED)
-        await consequences.removed(late, Reason.REACH_QUEUE_TIMEOUT)
-        if not arriving:
-            return
-        ids = [row["lookup_id"] for row in arriving]
-        await connection.execute(
-            sa.update(messages)
-            .where(m.lookup_id.in_(ids))
-            .values(
-                state=AVAILABLE,
-                transaction_id=None,
-                txn_op=None,
-                first_in_xact=m.lookup_id == ids[0],
-                last_in_xact=m.lookup_id == ids[-1],
+        if arriving:
+            ids = [row["lookup_id"] for row in arriving]
+            await connection.execute(
+                sa.update(messages)
+                .where(m.lookup_id.in_(ids))
+                .values(
+                    state=AVAILABLE,
+                    transaction_id=None,
+                    txn_op=None,
+                    first_in_xact=m.lookup_id == ids[0],
+                    last_in_xact=m.lookup_id == ids[-1],
+                )
             )
-        )
-        await consequences.follow(arriving, Reason.ARRIVED)
+        placements = [
+            *await consequences.earned(received, Reason.RECEIVED),
+            *await consequences.earned(purged, Reason.PURGED),
+            *await consequences.earned(late, Reason.REACH_QUEUE_TIMEOUT),
+            *await consequences.earned(arriving, Reason.ARRIVED),
+        ]
+        return [*received, *purged, *late], placements
 
     async def _abort_rows(
         self, connection: AsyncConnection, held: Sequence[Row], consequences: Consequences
-    ) -> None:
+    ) -> tuple[list[Row], list[Placement]]:
         """Sent messages vanish; received ones return to their place, abort count + 1."""
         leaving = [row for row in held if row["txn_op"] == TXN_ENQUEUE or row["purge_pending"]]
         returning = [row["lookup_id"] for row in held if row not in leaving]
         await self._delete_rows(connection, leaving)
-        purged = [row for row in leaving if row["txn_op"] == TXN_DEQUEUE]
-        await consequences.removed([row for row in leaving if row not in purged], None)
-        await consequences.removed(purged, Reason.PURGED)
         if returning:
             await connection.execute(
                 sa.update(messages)
                 .where(m.lookup_id.in_(returning))
                 .values(state=AVAILABLE, transaction_id=None, txn_op=None, abort_count=m.abort_count + 1)
             )
+        purged = [row for row in leaving if row["txn_op"] == TXN_DEQUEUE]
+        return list(leaving), await consequences.earned(purged, Reason.PURGED)
 
     # -- cursors ----------------------------------------------------------------------
 
@@ -172,13 +190,20 @@ class TransactionStore(StoreBase):
             locked = (await connection.execute(expired_locks)).mappings().all()
             purged = [row for row in locked if row["purge_pending"]]
             await self._delete_rows(connection, purged)
-            await Consequences(self, connection, now).removed(purged, Reason.PURGED)
             await self._unlock(connection, [row for row in locked if not row["purge_pending"]])
+            consequences = Consequences(self, connection, now)
+            gone: list[Row] = list(purged)
+            placements = await consequences.earned(purged, Reason.PURGED)
             idle = sa.select(t.id).where(t.expires_at <= now_us)
             expired = (await connection.execute(idle)).scalars().all()
             touched = {row["queue_id"] for row in locked}
-            for transaction_id in expired:
-                touched |= await self._finish(connection, transaction_id, False, now) or set()
+            for transaction_id in expired:  # every message row first, then one settlement
+                ended = await self._end_rows(connection, transaction_id, False, consequences, now)
+                if ended is not None:
+                    touched |= ended[0]
+                    gone.extend(ended[1])
+                    placements.extend(ended[2])
+            await consequences.settle(gone, placements)
             closed = await connection.execute(sa.delete(cursors).where(cursors.c.expires_at <= now_us))
         return ReleaseReport(len(locked), len(expired), int(closed.rowcount), frozenset(touched))
 

@@ -194,9 +194,8 @@ class TriggerStore(StoreBase):
             if row is None:
                 return False
             consequences = Consequences(self, connection, now)
-            await consequences.removed([row], None)
-            await consequences.place(placements)
-            await consequences.final_receipts([row], Reason.REJECTED)
+            receipts = await consequences.final_receipts_earned([row], Reason.REJECTED)
+            await consequences.settle([row], [*placements, *receipts])
             await connection.execute(sa.insert(trigger_invocations).values(_invocation_values(invocation)))
         return True
 
