@@ -175,7 +175,9 @@ class QueueStore(StoreBase):
             family = sa.select(q.id).where(sa.or_(q.id == queue_id, q.journal_of == queue_id))
             await self._hold_messages(connection, m.queue_id.in_(family))
             leaving = m.queue_id == queue_id
-            await self._lock_removal_targets(connection, queue_id, leaving, Reason.QUEUE_DELETED)
+            await self._lock_removal_targets(
+                connection, queue_id, leaving, Reason.QUEUE_DELETED, closing=True
+            )
             consequences = Consequences(self, connection, now)
             followed = await self._remove_followed(connection, leaving, consequences, Reason.QUEUE_DELETED)
             dropped = await connection.execute(sa.delete(messages).where(m.queue_id.in_(family)))
@@ -226,26 +228,41 @@ class QueueStore(StoreBase):
             await connection.execute(sa.select(sa.func.count()).select_from(held))
 
     async def _lock_removal_targets(
-        self, connection: AsyncConnection, queue_id: int, leaving: sa.ColumnElement[bool], reason: Reason
+        self,
+        connection: AsyncConnection,
+        queue_id: int,
+        leaving: sa.ColumnElement[bool],
+        reason: Reason,
+        closing: bool = False,
     ) -> None:
         """PostgreSQL: the queue's row and those of every queue its removed messages may place
         into (dead-letter queues, admin queues), in one sweep in ID order, before the first
-        batch: each batch's own sweep would otherwise lock a lower admin queue after the queue."""
+        batch: each batch's own sweep would otherwise lock a lower admin queue after the queue.
+        `closing` (a deletion): the queue's row FOR UPDATE, so that no send commits into it
+        after this (a message sent meanwhile would go with the bulk delete, without the dead
+        letter or acknowledgment it asks for)."""
         policy = self.policy
-        if self._sqlite or policy is None:
+        if self._sqlite or (policy is None and not closing):
             return
-        asking = sa.select(m.admin_queue, m.acknowledge).where(leaving, _has_consequences()).distinct()
-        found = (await connection.execute(asking)).all()
-        if not found:
+        found = []
+        if policy is not None:
+            asking = sa.select(m.admin_queue, m.acknowledge).where(leaving, _has_consequences()).distinct()
+            found = list((await connection.execute(asking)).all())
+        if not found and not closing:
             return
-        targets = {system_queue_path(kind).key for kind in (SystemQueue.DEADLETTER, SystemQueue.DEADXACT)}
+        targets: set[str] = set()
+        if found:
+            targets = {system_queue_path(kind).key for kind in (SystemQueue.DEADLETTER, SystemQueue.DEADXACT)}
         for admin_queue, acknowledge in found:
-            target = policy.acknowledgment_target(admin_queue, acknowledge, reason)
+            target = (
+                None if policy is None else policy.acknowledgment_target(admin_queue, acknowledge, reason)
+            )
             if target is not None:
                 targets.add(target.key)
         chosen = sa.or_(q.id == queue_id, q.path_key.in_(sorted(targets)))
-        locked = sa.select(q.id).where(chosen).order_by(q.id).with_for_update(key_share=True)
-        await connection.execute(locked)
+        # FOR NO KEY UPDATE, as the totals take; FOR UPDATE on the deleted queue (FK inserts wait)
+        lock = sa.select(q.id).where(chosen).order_by(q.id).with_for_update(key_share=not closing)
+        await connection.execute(lock)
 
     async def _remove_followed(
         self,
