@@ -12,7 +12,7 @@ from qm.disposal import Reason
 from qm.errors import MqError, MqErrorCode
 from qm.model import INFINITE, Queue, QueueChanges, QueueManagerInfo, QueueSettings
 from qm.paths import QueueKind, QueuePath, SystemQueue, system_queue_path
-from storage import rows
+from storage import rows, statements
 from storage.base import StoreBase
 from storage.consequences import Consequences
 from storage.tables import AVAILABLE, LOCKED, cursors, messages, queue_manager, queues
@@ -259,10 +259,10 @@ class QueueStore(StoreBase):
             )
             if target is not None:
                 targets.add(target.key)
-        chosen = sa.or_(q.id == queue_id, q.path_key.in_(sorted(targets)))
-        # FOR NO KEY UPDATE, as the totals take; FOR UPDATE on the deleted queue (FK inserts wait)
-        lock = sa.select(q.id).where(chosen).order_by(q.id).with_for_update(key_share=not closing)
-        await connection.execute(lock)
+        lock = (
+            statements.QUEUES_LOCKED_WITH_TARGETS if closing else statements.QUEUES_LOCKED_WITH_TARGETS_NO_KEY
+        )
+        await connection.execute(lock, {"queue_ids": [queue_id], "target_keys": sorted(targets)})
 
     async def _remove_followed(
         self,

@@ -166,20 +166,22 @@ QUEUE_ROOM_LOCKED = QUEUE_ROOM.with_for_update(of=queues)
 
 MACHINE_BYTES = sa.select(sa.func.sum(q.byte_count))
 
-QUEUES_LOCKED_WITH_TARGETS = (
-    sa.select(q.id)
-    .where(
-        sa.or_(
-            q.id.in_(sa.bindparam("queue_ids", expanding=True)),
-            q.path_key.in_(sa.bindparam("target_keys", expanding=True)),
-        )
+
+def _queues_locked_with_targets(no_key: bool) -> sa.Select[Any]:
+    chosen = sa.or_(
+        q.id.in_(sa.bindparam("queue_ids", expanding=True)),
+        q.path_key.in_(sa.bindparam("target_keys", expanding=True)),
     )
-    .order_by(q.id)
-    .with_for_update(of=queues)
-)
-"""PostgreSQL: the rows of a send batch's queues (`:queue_ids`) and of the queues its
-arrivals place into (`:target_keys`), locked in one sweep in ID order, before QUEUE_ROOM
-takes its part of them again."""
+    return sa.select(q.id).where(chosen).order_by(q.id).with_for_update(of=queues, key_share=no_key)
+
+
+QUEUES_LOCKED_WITH_TARGETS = _queues_locked_with_targets(no_key=False)
+"""PostgreSQL: the rows of the queues `:queue_ids` and of the queues `:target_keys` names,
+locked FOR UPDATE in one sweep in ID order: a send batch's queues and the queues its arrivals
+place into, before QUEUE_ROOM takes its part of them again; a deleted queue with the queues
+its messages place into (no insert into it commits after this)."""
+QUEUES_LOCKED_WITH_TARGETS_NO_KEY = _queues_locked_with_targets(no_key=True)
+"""QUEUES_LOCKED_WITH_TARGETS taking FOR NO KEY UPDATE, as the totals do (a purge)."""
 
 
 def _counters(taken: sa.ColumnElement[Any], one: bool = False) -> sa.Select[Any]:
