@@ -221,12 +221,19 @@ async def test_a_late_duplicate_takes_no_room_from_the_rest_of_its_batch(
 
 async def _until_a_backend_waits_for_a_lock(connection: AsyncConnection) -> None:
     """Poll the server until some session of this database is blocked on a lock."""
+    async with asyncio.timeout(WAIT_LIMIT_S):
+        for _ in itertools.count():
+            if await sessions_waiting_for_a_lock(connection):
+                return
+            await asyncio.sleep(0.01)  # the server has no event to wait on for this
+
+
+async def sessions_waiting_for_a_lock(connection: AsyncConnection) -> int:
+    """How many sessions of this database wait for a lock now. Within a transaction the server
+    reads pg_stat_activity once unless its snapshot is cleared."""
+    await connection.execute(sa.text("SELECT pg_stat_clear_snapshot()"))
     waiting = sa.text(
         "SELECT count(*) FROM pg_stat_activity"
         " WHERE datname = current_database() AND wait_event_type = 'Lock'"
     )
-    async with asyncio.timeout(WAIT_LIMIT_S):
-        for _ in itertools.count():
-            if (await connection.execute(waiting)).scalar():
-                return
-            await asyncio.sleep(0.01)  # the server has no event to wait on for this
+    return int((await connection.execute(waiting)).scalar_one())
