@@ -77,6 +77,7 @@ def _pipeline(argv: list[str]) -> int:
 def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.http_protocol import OneWriteHttpToolsProtocol
     from app.main import create_app
 
     # The gateway's own log lines (SRMP refusals, timer mismatches, expiries) at the same level.
@@ -97,9 +98,17 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
             port=port,
             workers=arguments.workers,
             log_level=arguments.log_level,
+            http=OneWriteHttpToolsProtocol,
         )
         return 0
-    uvicorn.run(create_app(settings), host=host, port=port, workers=1, log_level=arguments.log_level)
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        workers=1,
+        log_level=arguments.log_level,
+        http=OneWriteHttpToolsProtocol,
+    )
     return 0
 
 

@@ -9,6 +9,7 @@ import time
 
 import uvicorn
 
+from app.http_protocol import OneWriteHttpToolsProtocol
 from app.main import create_app
 from app.settings import Settings
 
@@ -26,7 +27,13 @@ class InProcessGateway:
         self.port: int = self._socket.getsockname()[1]
         self.base_url = f"http://127.0.0.1:{self.port}"
         # No websockets: their implementations warn on import, and warnings are errors here.
-        config = uvicorn.Config(create_app(settings), log_level="warning", ws="none", lifespan="on")
+        config = uvicorn.Config(
+            create_app(settings),
+            log_level="warning",
+            ws="none",
+            lifespan="on",
+            http=OneWriteHttpToolsProtocol,  # as `serve` runs it
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, name="uvicorn", daemon=True
