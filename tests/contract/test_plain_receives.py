@@ -6,8 +6,8 @@ so was changed by another process after this one remembered the queue."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import pytest
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.manager import QueueManager
-from qm.model import Message, MessageProperties, QueueChanges
+from qm.model import Message, MessageProperties, Queue, QueueChanges
 from qm.reading import QueueReader
 from qm.store import Claim, Selector
 from storage import driver_sql
@@ -199,23 +199,14 @@ async def test_a_receive_cancelled_while_a_send_holds_the_queue_row_takes_nothin
     """The one statement never waits for the queue's row (a statement that commits by itself
     would take the message for a caller cancelled meanwhile): the transaction waits instead,
     and rolls back for the cancelled caller."""
-    await new_queue(manager, PATH)
-    await manager.send(PATH, MessageProperties(body=b"precious"))
-    queue = await manager.known_queue(PATH)
-    store = manager.store
-    assert isinstance(store, SqlStore)
-    other = make_engine(database_url)
-    try:
-        async with other.begin() as connection:
-            await connection.execute(sa.select(queues.c.id).where(queues.c.id == queue.id).with_for_update())
-            receiver = asyncio.create_task(store.take(queue, Selector(), manager.clock.now(), Claim()))
-            await _until_a_backend_waits_for_a_lock(connection)
-            receiver.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await receiver
-        await store.receive_group.close()  # the batch has ended, one way or the other
-    finally:
-        await other.dispose()
+    queue, store = await _queue_with(manager, b"precious")
+    async with _queue_row_held(database_url, queue.id) as connection:
+        receiver = asyncio.create_task(store.take(queue, Selector(), manager.clock.now(), Claim()))
+        await _until_a_backend_waits_for_a_lock(connection)
+        receiver.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await receiver
+    await store.receive_group.close()  # the batch has ended, one way or the other
     assert await counts(manager, PATH) == (1, len(b"precious"))
 
 
@@ -241,26 +232,15 @@ async def test_a_plain_receive_behind_a_plain_send_of_this_process_waits_its_tur
     """The send's statement holds the queue's row until it commits; the receive, which never
     waits for that row in the database, waits in this process for the send to finish
     (storage/turns.py) instead of falling back to the transaction."""
-    await new_queue(manager, PATH)
-    await manager.send(PATH, MessageProperties(body=b"first"))
-    queue = await manager.known_queue(PATH)
-    store = manager.store
-    assert isinstance(store, SqlStore)
-    other = make_engine(database_url)
-    try:
-        with driver_calls(monkeypatch) as calls:
-            async with other.begin() as connection:
-                await connection.execute(
-                    sa.select(queues.c.id).where(queues.c.id == queue.id).with_for_update()
-                )
-                sender = asyncio.create_task(manager.send(PATH, MessageProperties(body=b"second")))
-                await _until_a_backend_waits_for_a_lock(connection)  # the send's statement
-                receiver = asyncio.create_task(store.take(queue, Selector(), manager.clock.now(), Claim()))
-                await _until_blocked(receiver, lambda: store.turns.callers(queue.id) == 2, connection)
-            await sender
-            taken = await asyncio.wait_for(receiver, WAIT_LIMIT_S)
-    finally:
-        await other.dispose()
+    queue, store = await _queue_with(manager, b"first")
+    with driver_calls(monkeypatch) as calls:
+        async with _queue_row_held(database_url, queue.id) as connection:
+            sender = asyncio.create_task(manager.send(PATH, MessageProperties(body=b"second")))
+            await _until_a_backend_waits_for_a_lock(connection)  # the send's statement
+            receiver = asyncio.create_task(store.take(queue, Selector(), manager.clock.now(), Claim()))
+            await _until_blocked(receiver, lambda: store.turns.callers(queue.id) == 2, connection)
+        await sender
+        taken = await asyncio.wait_for(receiver, WAIT_LIMIT_S)
     assert bodies_of([taken]) == [b"first"]
     assert calls == ["WITH", "WITH"]  # the send's statement, then the receive's: no BEGIN
     assert await counts(manager, PATH) == (1, len(b"second"))
@@ -275,3 +255,24 @@ async def _until_blocked(
         while not waiting_its_turn() and await sessions_waiting_for_a_lock(connection) < 2:
             assert not task.done()
             await asyncio.sleep(0.01)  # neither the server nor the lock has an event to wait on
+
+
+async def _queue_with(manager: QueueManager, body: bytes) -> tuple[Queue, SqlStore]:
+    """PATH with one message sent through `manager`, remembered there, and the store."""
+    await new_queue(manager, PATH)
+    await manager.send(PATH, MessageProperties(body=body))
+    store = manager.store
+    assert isinstance(store, SqlStore)
+    return await manager.known_queue(PATH), store
+
+
+@asynccontextmanager
+async def _queue_row_held(database_url: str, queue_id: int) -> AsyncIterator[AsyncConnection]:
+    """A transaction of another connection holding the queue's row for the block."""
+    other = make_engine(database_url)
+    try:
+        async with other.begin() as connection:
+            await connection.execute(sa.select(queues.c.id).where(queues.c.id == queue_id).with_for_update())
+            yield connection
+    finally:
+        await other.dispose()
