@@ -93,6 +93,11 @@ class LocalWakeUps:
         every other watcher. It is not announced again."""
         self._wake(queue_id, messages)
 
+    def wake_every_watcher(self) -> None:
+        """Every watcher of every queue looks again (another process asked, storage.pg_wakeups)."""
+        for queue_id in list(self._watching):
+            self._wake(queue_id, None)
+
     def pass_on(self, queue_id: int) -> None:
         if self._wake(queue_id, 1) and self._unclaimed is not None:
             self._unclaimed(queue_id, 1)
