@@ -27,7 +27,6 @@ from storage.errors import is_unavailable
 from storage.group_commit import GroupCommit, GroupCommitConfig
 from storage.stream_store import StreamStore
 from storage.tables import LOCKED, TXN_DEQUEUE, messages, queues
-from storage.turns import QueueTurns
 
 m = messages.c
 q = queues.c
@@ -82,8 +81,6 @@ class MessageStore(StreamStore):
         self.receive_group: GroupCommit[ReceiveRequest, Message | None] = GroupCommit(
             self._receive_batch, config.max_batch, config.max_wait_s
         )
-        self.turns = QueueTurns()
-        """This process's one-statement sends and receives of a queue, one at a time."""
 
     async def enqueue(self, batch: Sequence[NewMessage]) -> list[EnqueueResult]:
         """Insert in one transaction, applying the §7.3 quota rules (the queue manager's as
@@ -145,7 +142,7 @@ class MessageStore(StreamStore):
             "count": len(items),
             statements.MESSAGE_ID_PREFIX: rules.message_id_prefix(self._identity()),
         }
-        async with self.turns.turn(items[0].queue_id), self.engine.connect() as connection:
+        async with self.engine.connect() as connection:
             stored = await driver_sql.read(connection, statement, arguments)
         if not stored:  # a quota or the throttle: admission decides, here for a while
             self._admitting[items[0].queue_id] = time.monotonic() + ADMISSION_HINT_S
@@ -457,20 +454,19 @@ class MessageStore(StreamStore):
         """PostgreSQL: the queue's first messages taken in one statement that is its own
         transaction (statements.TAKE_PLAIN_FIRST: one round trip where the transaction takes
         four), if their removal places nothing; None where the transaction must run (the
-        queue journals, or a message needs its consequences). It takes its turn after this
-        process's one-statement sends of the queue (storage/turns.py), which would otherwise
-        hold the row it never waits for. The commit is the statement's: like the COMMIT it
-        replaces, a caller cancelled meanwhile does not give its message back."""
+        queue journals, or a message needs its consequences). The commit is the statement's:
+        like the COMMIT it replaces, a caller cancelled meanwhile does not give its message
+        back."""
         limit = len(requests)
         values = statements.available_values(queue_id, rows.to_us(now)) | {"key": key, "limit": limit}
-        async with self.turns.turn(queue_id), self.engine.connect() as connection:
+        async with self.engine.connect() as connection:
             if any(request.abandoned for request in requests):
-                return None  # went away while it waited: the transaction decides
+                return None  # went away while a connection was found: the transaction decides
             found = await driver_sql.read(connection, statements.TAKE_PLAIN_FIRST, values)
         if not found or found[0][statements.QUEUE_KEY] != key:
             return _PlainTake([], 0, gone=True)
         if not found[0][statements.QUEUE_LOCKED]:
-            return None  # it journals, or a transaction or another process holds its row
+            return None  # the queue journals, or a send holds its row: the transaction waits
         available = int(found[0][statements.AVAILABLE_BEFORE])
         if found[0][statements.FIRST_LOCKED] is None:
             return _PlainTake([], available)

@@ -6,7 +6,7 @@ so was changed by another process after this one remembered the queue."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -23,7 +23,7 @@ from storage.engine import make_engine
 from storage.store import SqlStore
 from storage.tables import queues
 from tests.contract.support import WAIT_LIMIT_S, WatchedWakeUps, bodies_of, counts, new_queue
-from tests.contract.test_group_commit import _until_a_backend_waits_for_a_lock, sessions_waiting_for_a_lock
+from tests.contract.test_group_commit import _until_a_backend_waits_for_a_lock
 
 pytestmark = pytest.mark.anyio
 
@@ -224,37 +224,6 @@ async def test_a_message_asking_only_for_negative_acknowledgments_is_received_in
         assert bodies_of([await reader.receive(PATH, 0)]) == [b"asks"]
     assert calls == ["WITH"]
     assert await counts(manager, ADMIN) == (0, 0)
-
-
-async def test_a_plain_receive_behind_a_plain_send_of_this_process_waits_its_turn_and_stays_one_statement(
-    manager: QueueManager, database_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The send's statement holds the queue's row until it commits; the receive, which never
-    waits for that row in the database, waits in this process for the send to finish
-    (storage/turns.py) instead of falling back to the transaction."""
-    queue, store = await _queue_with(manager, b"first")
-    with driver_calls(monkeypatch) as calls:
-        async with _queue_row_held(database_url, queue.id) as connection:
-            sender = asyncio.create_task(manager.send(PATH, MessageProperties(body=b"second")))
-            await _until_a_backend_waits_for_a_lock(connection)  # the send's statement
-            receiver = asyncio.create_task(store.take(queue, Selector(), manager.clock.now(), Claim()))
-            await _until_blocked(receiver, lambda: store.turns.callers(queue.id) == 2, connection)
-        await sender
-        taken = await asyncio.wait_for(receiver, WAIT_LIMIT_S)
-    assert bodies_of([taken]) == [b"first"]
-    assert calls == ["WITH", "WITH"]  # the send's statement, then the receive's: no BEGIN
-    assert await counts(manager, PATH) == (1, len(b"second"))
-
-
-async def _until_blocked(
-    task: asyncio.Task[Any], waiting_its_turn: Callable[[], bool], connection: AsyncConnection
-) -> None:
-    """Until `task` waits for its turn in this process, or (as a receive that falls back to the
-    transaction would) for a lock in the database besides the one already waiting."""
-    async with asyncio.timeout(WAIT_LIMIT_S):
-        while not waiting_its_turn() and await sessions_waiting_for_a_lock(connection) < 2:
-            assert not task.done()
-            await asyncio.sleep(0.01)  # neither the server nor the lock has an event to wait on
 
 
 async def _queue_with(manager: QueueManager, body: bytes) -> tuple[Queue, SqlStore]:
