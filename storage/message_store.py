@@ -6,7 +6,7 @@ import asyncio
 import functools
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -532,7 +532,7 @@ class MessageStore(StreamStore):
             if row["lock_tag"] != tag:
                 return PositionState.AVAILABLE, row["queue_id"]
             if row["lock_expires_at"] <= rows.to_us(now):
-                await self._unlock(connection, [row])
+                await self._release(connection, row, now)  # as housekeeping would have
                 return PositionState.EXPIRED, row["queue_id"]
             if commit or row["purge_pending"]:
                 await self._delete_rows(connection, [row])
@@ -541,6 +541,16 @@ class MessageStore(StreamStore):
             else:
                 await self._unlock(connection, [row])
             return PositionState.LOCKED, row["queue_id"]
+
+    async def _release(self, connection: AsyncConnection, row: Mapping[Any, Any], now: datetime) -> None:
+        """End an expired lock: a message a purge marked meanwhile is purged, any other is
+        available again. Put back still marked, it would be removed by the next purge without
+        being marked, and so locked, first."""
+        if row["purge_pending"]:
+            await self._delete_rows(connection, [row])
+            await Consequences(self, connection, now).removed([row], Reason.PURGED)
+        else:
+            await self._unlock(connection, [row])
 
 
 @dataclass(frozen=True, slots=True)

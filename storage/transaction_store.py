@@ -186,8 +186,7 @@ class TransactionStore(StoreBase):
             if forget_ids_before is not None:
                 old = received_message_ids.c.received_at < rows.to_us(forget_ids_before)
                 await connection.execute(sa.delete(received_message_ids).where(old))
-            expired_locks = sa.select(messages).where(m.lock_tag.is_not(None), m.lock_expires_at <= now_us)
-            locked = (await connection.execute(expired_locks)).mappings().all()
+            locked = (await connection.execute(self._expired_locks(now_us))).mappings().all()
             purged = [row for row in locked if row["purge_pending"]]
             await self._delete_rows(connection, purged)
             await self._unlock(connection, [row for row in locked if not row["purge_pending"]])
@@ -206,6 +205,20 @@ class TransactionStore(StoreBase):
             await consequences.settle(gone, placements)
             closed = await connection.execute(sa.delete(cursors).where(cursors.c.expires_at <= now_us))
         return ReleaseReport(len(locked), len(expired), int(closed.rowcount), frozenset(touched))
+
+    def _expired_locks(self, now_us: int) -> sa.Select[Any]:
+        """The two-phase locks past their expiry, their rows locked (PostgreSQL) in lookup-ID
+        order, skipping rows another transaction holds: what this pass then removes or puts
+        back is what it read. Read without the lock, a row could be ended by its holder, or
+        removed and placed by another process's pass, before this pass acted on it again (a
+        message dead-lettered twice, or made available again under a later claim and received
+        twice). A row skipped is left to the next pass."""
+        statement = (
+            sa.select(messages)
+            .where(m.lock_tag.is_not(None), m.lock_expires_at <= now_us)
+            .order_by(m.lookup_id)
+        )
+        return statement if self._sqlite else statement.with_for_update(skip_locked=True)
 
     async def expire_due(self, now: datetime, limit: int) -> int:
         """One set-based batch: the available messages whose TTBR deadline passed, oldest
