@@ -92,11 +92,21 @@ class TransactionStore(StoreBase):
         now: datetime,
     ) -> tuple[frozenset[int], list[Row], list[Placement]] | None:
         """The transaction's message rows changed (deleted, made available, returned); what the
-        change leaves and earns, for Consequences.settle once every message row is done."""
+        change leaves and earns, for Consequences.settle once every message row is done.
+
+        PostgreSQL: all the transaction's rows are locked first, by one statement in lookup-ID
+        order, and only the rows it returned are changed. The changes take several statements
+        (received rows, then sent ones), which would lock the rows out of that order and
+        deadlock with a purge marking them. A row read without a lock may be removed meanwhile
+        by a deletion of its queue, and that queue then looked up for the row's consequences
+        (a KeyError); a locked row keeps its queue until this commits, and a row removed before
+        the lock is simply not returned."""
         gone = await connection.execute(sa.delete(transactions).where(t.id == transaction_id))
         if not gone.rowcount:
             return None
         statement = sa.select(messages).where(m.transaction_id == transaction_id).order_by(m.lookup_id)
+        if not self._sqlite:  # SQLite has one writer: nothing changes the rows once read
+            statement = statement.with_for_update()
         held = (await connection.execute(statement)).mappings().all()
         if commit:
             removed, placements = await self._commit_rows(connection, held, consequences, now)
