@@ -8,14 +8,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from qm.disposal import Reason
+from qm.disposal import DisposalPolicy, Reason
 from qm.errors import MqError, MqErrorCode
-from qm.model import INFINITE, Queue, QueueChanges, QueueManagerInfo, QueueSettings
+from qm.model import INFINITE, JournalFlags, Queue, QueueChanges, QueueManagerInfo, QueueSettings
 from qm.paths import QueueKind, QueuePath, SystemQueue, system_queue_path
 from storage import rows, statements
 from storage.base import StoreBase
 from storage.consequences import Consequences
-from storage.tables import AVAILABLE, LOCKED, cursors, messages, queue_manager, queues
+from storage.tables import AVAILABLE, LOCKED, cursors, messages, queue_manager, queues, srmp_streams
 
 m = messages.c
 q = queues.c
@@ -259,10 +259,34 @@ class QueueStore(StoreBase):
             )
             if target is not None:
                 targets.add(target.key)
+        if found and policy is not None:  # a final receipt is asked for with MQMSG_DEADLETTER
+            targets |= await self._final_receipt_targets(connection, leaving, policy)
         lock = (
             statements.QUEUES_LOCKED_WITH_TARGETS if closing else statements.QUEUES_LOCKED_WITH_TARGETS_NO_KEY
         )
         await connection.execute(lock, {"queue_ids": [queue_id], "target_keys": sorted(targets)})
+
+    @staticmethod
+    async def _final_receipt_targets(
+        connection: AsyncConnection, leaving: sa.ColumnElement[bool], policy: DisposalPolicy
+    ) -> set[str]:
+        """The outgoing queues the final receipts (reference §4.4) of the leaving messages go
+        to: each batch's sweep takes them with the rest (Consequences.settle), and one of a lower
+        ID than the queue taken there, after the queue's row, would deadlock with a receive that
+        earns a receipt into it and then waits for the queue's row."""
+        streams = srmp_streams.c
+        asking = (
+            sa.select(streams.send_receipts_to)
+            .where(
+                streams.stream_id.in_(
+                    sa.select(m.srmp_stream_id).where(leaving, m.transactional, _asks_dead_letter())
+                )
+            )
+            .distinct()
+        )
+        urls = (await connection.execute(asking)).scalars().all()
+        found = (policy.remote_queue(f"DIRECT={url}") for url in urls if url)
+        return {target.key for target in found if target is not None}
 
     async def _remove_followed(
         self,
@@ -292,9 +316,13 @@ def _in_application_queue() -> sa.ColumnElement[bool]:
     return m.queue_id.in_(application)
 
 
+def _asks_dead_letter() -> sa.ColumnElement[bool]:
+    return m.journal.op("&")(int(JournalFlags.DEADLETTER)) != 0
+
+
 def _has_consequences() -> sa.ColumnElement[bool]:
     """Asked for a dead-letter copy (MQMSG_DEADLETTER) or a negative receive acknowledgment."""
-    dead_letter = m.journal.op("&")(1) != 0
+    dead_letter = _asks_dead_letter()
     negative_ack = sa.and_(m.acknowledge.op("&")(8) != 0, m.admin_queue.is_not(None))
     return sa.or_(dead_letter, negative_ack)
 
