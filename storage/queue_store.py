@@ -173,11 +173,8 @@ class QueueStore(StoreBase):
         """Every message of the queue leaves with reason QUEUE_DELETED, then the queue and journal go."""
         async with self._transaction() as connection:
             family = sa.select(q.id).where(sa.or_(q.id == queue_id, q.journal_of == queue_id))
-            await self._hold_messages(connection, m.queue_id.in_(family))
             leaving = m.queue_id == queue_id
-            await self._lock_removal_targets(
-                connection, queue_id, leaving, Reason.QUEUE_DELETED, closing=True
-            )
+            await self._close(connection, queue_id, m.queue_id.in_(family), leaving)
             consequences = Consequences(self, connection, now)
             followed = await self._remove_followed(connection, leaving, consequences, Reason.QUEUE_DELETED)
             dropped = await connection.execute(sa.delete(messages).where(m.queue_id.in_(family)))
@@ -207,6 +204,32 @@ class QueueStore(StoreBase):
                 .values(message_count=q.message_count - number, byte_count=q.byte_count - size)
             )
         return followed + int(number)
+
+    async def _close(
+        self,
+        connection: AsyncConnection,
+        queue_id: int,
+        held: sa.ColumnElement[bool],
+        leaving: sa.ColumnElement[bool],
+    ) -> None:
+        """PostgreSQL: hold every message of the queue and its journal, then lock the queue's
+        row FOR UPDATE with the queues its messages place into. A message sent between the two
+        statements is not held; a receive that claimed it then waits for the queue's row while
+        the deletion would wait for the message. So when a message is held elsewhere once the
+        queue's row is taken, the queue rows are given back (to a savepoint) and the hold taken
+        again, until none arrived in between: after the queue's row no send commits into it."""
+        if self._sqlite:  # one writer: nothing arrives in between, no row waits
+            return
+        while True:
+            await self._hold_messages(connection, held)
+            attempt = await connection.begin_nested()
+            await self._lock_removal_targets(
+                connection, queue_id, leaving, Reason.QUEUE_DELETED, closing=True
+            )
+            if await _all_held(connection, held):
+                await attempt.commit()
+                return
+            await attempt.rollback()
 
     @staticmethod
     async def _mark_purged(connection: AsyncConnection, queue_id: int) -> None:
@@ -309,6 +332,15 @@ class QueueStore(StoreBase):
             followed += len(gone)
             if len(gone) < _BATCH:
                 return followed
+
+
+async def _all_held(connection: AsyncConnection, held: sa.ColumnElement[bool]) -> bool:
+    """Whether this transaction holds every message row `held` selects: those no one else
+    holds are taken now (SKIP LOCKED skips only other transactions' rows), then all counted."""
+    free = sa.select(m.lookup_id).where(held).with_for_update(skip_locked=True).subquery()
+    taken = (await connection.execute(sa.select(sa.func.count()).select_from(free))).scalar_one()
+    present = sa.select(sa.func.count()).select_from(messages).where(held)
+    return int(taken) >= int((await connection.execute(present)).scalar_one())
 
 
 def _in_application_queue() -> sa.ColumnElement[bool]:
