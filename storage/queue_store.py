@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from qm.disposal import DisposalPolicy, Reason
+from qm.disposal import DisposalPolicy, Placement, Reason
 from qm.errors import MqError, MqErrorCode
 from qm.model import INFINITE, JournalFlags, Queue, QueueChanges, QueueManagerInfo, QueueSettings
 from qm.paths import QueueKind, QueuePath, SystemQueue, system_queue_path
 from storage import rows, statements
 from storage.base import StoreBase
 from storage.consequences import Consequences
-from storage.tables import AVAILABLE, LOCKED, cursors, messages, queue_manager, queues, srmp_streams
+from storage.tables import (
+    AVAILABLE,
+    LOCKED,
+    cursors,
+    messages,
+    queue_manager,
+    queues,
+    srmp_streams,
+    transactions,
+)
+from storage.transaction_store import TransactionStore
 
 m = messages.c
 q = queues.c
@@ -28,6 +40,8 @@ _WITH_JOURNAL = sa.select(queues, _JOURNAL.c.id.label("journal_queue_id")).outer
 _QUEUE_BY_KEY = _WITH_JOURNAL.where(q.path_key == sa.bindparam("wanted", type_=q.path_key.type))
 _QUEUE_BY_ID = _WITH_JOURNAL.where(q.id == sa.bindparam("wanted", type_=sa.Integer))
 """A queue and its journal queue's ID, built once (statements.py says why)."""
+Settlement = tuple[list[Mapping[Any, Any]], list[Placement]]
+"""Rows removed and what their removal earns, for Consequences.settle."""
 _MANAGER_ROW = 1
 _BATCH = 500
 _COMPUTER_JOURNAL_KEY = system_queue_path(SystemQueue.JOURNAL).key
@@ -174,8 +188,9 @@ class QueueStore(StoreBase):
         async with self._transaction() as connection:
             family = sa.select(q.id).where(sa.or_(q.id == queue_id, q.journal_of == queue_id))
             leaving = m.queue_id == queue_id
-            await self._close(connection, queue_id, m.queue_id.in_(family), leaving)
             consequences = Consequences(self, connection, now)
+            aborted = await self._close(connection, queue_id, m.queue_id.in_(family), consequences, now)
+            await consequences.settle(*aborted)
             followed = await self._remove_followed(connection, leaving, consequences, Reason.QUEUE_DELETED)
             dropped = await connection.execute(sa.delete(messages).where(m.queue_id.in_(family)))
             await connection.execute(sa.delete(cursors).where(cursors.c.queue_id.in_(family)))
@@ -209,27 +224,75 @@ class QueueStore(StoreBase):
         self,
         connection: AsyncConnection,
         queue_id: int,
-        held: sa.ColumnElement[bool],
-        leaving: sa.ColumnElement[bool],
-    ) -> None:
-        """PostgreSQL: hold every message of the queue and its journal, then lock the queue's
-        row FOR UPDATE with the queues its messages place into. A message sent between the two
-        statements is not held; a receive that claimed it then waits for the queue's row while
-        the deletion would wait for the message. So when a message is held elsewhere once the
-        queue's row is taken, the queue rows are given back (to a savepoint) and the hold taken
-        again, until none arrived in between: after the queue's row no send commits into it."""
-        if self._sqlite:  # one writer: nothing arrives in between, no row waits
-            return
+        in_family: sa.ColumnElement[bool],
+        consequences: Consequences,
+        now: datetime,
+    ) -> Settlement:
+        """Abort the open transactions that hold a message of the queue or its journal, then
+        (PostgreSQL) lock the queue's row FOR UPDATE with the queues the deletion and the
+        aborts change or place into; what the aborts leave and earn, for Consequences.settle.
+
+        PostgreSQL, in lock order: the transactions' rows (a commit takes its own first), every
+        message row of the queue, its journal and those transactions, then the queue rows. A
+        message sent, or claimed by another transaction, between the first statements and the
+        queue's row is not held; a receive holding it waits for the queue's row while the
+        deletion would wait for the message. So when one is found once the queue's row is
+        taken, everything is given back (to a savepoint) and taken again, until nothing came
+        in between: after the queue's row no send commits into the queue."""
+        if self._sqlite:  # one writer: nothing comes in between, no row waits
+            holders = await self._holders(connection, in_family)
+            return await self._abort_holders(connection, holders, consequences, now)
+        changed: Counter[int] = connection.info.setdefault("changed_queues", Counter())
+        woken = changed.copy()
         while True:
-            await self._hold_messages(connection, held)
             attempt = await connection.begin_nested()
+            holders = await self._holders(connection, in_family, lock=True)
+            await self._hold_messages(connection, sa.or_(in_family, m.transaction_id.in_(holders)))
+            gone, placements = await self._abort_holders(connection, holders, consequences, now)
             await self._lock_removal_targets(
-                connection, queue_id, leaving, Reason.QUEUE_DELETED, closing=True
+                connection,
+                queue_id,
+                m.queue_id == queue_id,
+                Reason.QUEUE_DELETED,
+                closing=True,
+                also=(sorted({row["queue_id"] for row in gone}), {p.target.key for p in placements}),
             )
-            if await _all_held(connection, held):
+            if await _all_held(connection, in_family) and not await self._holders(connection, in_family):
                 await attempt.commit()
-                return
+                return gone, placements
             await attempt.rollback()
+            changed.clear()
+            changed.update(woken)  # the aborts' wake-ups were rolled back with them
+
+    @staticmethod
+    async def _holders(
+        connection: AsyncConnection, in_family: sa.ColumnElement[bool], lock: bool = False
+    ) -> list[str]:
+        """The open MSMQ transactions that sent or received a message of the queue or its
+        journal; `lock`: their rows locked FOR UPDATE, in ID order (PostgreSQL)."""
+        holding = sa.select(m.transaction_id).where(in_family, m.transaction_id.is_not(None))
+        statement = sa.select(transactions.c.id).where(transactions.c.id.in_(holding))
+        if lock:
+            statement = statement.order_by(transactions.c.id).with_for_update(of=transactions)
+        return list((await connection.execute(statement)).scalars().all())
+
+    async def _abort_holders(
+        self, connection: AsyncConnection, holders: Sequence[str], consequences: Consequences, now: datetime
+    ) -> Settlement:
+        """Abort each transaction as its abort would (TransactionStore._end_rows), message rows
+        only: a message it sent into the queue never reached it; one it received from the queue
+        is back in it, to be deleted with it (reason QUEUE_DELETED); its work elsewhere is
+        undone too, a transaction being one unit. Its commit then fails with
+        MQ_ERROR_TRANSACTION_SEQUENCE, as after a timeout (docs/concepts.md, Purge and delete)."""
+        assert isinstance(self, TransactionStore)
+        gone: list[Mapping[Any, Any]] = []
+        placements: list[Placement] = []
+        for transaction_id in holders:
+            ended = await self._end_rows(connection, transaction_id, False, consequences, now)
+            if ended is not None:
+                gone.extend(ended[1])
+                placements.extend(ended[2])
+        return gone, placements
 
     @staticmethod
     async def _mark_purged(connection: AsyncConnection, queue_id: int) -> None:
@@ -257,13 +320,15 @@ class QueueStore(StoreBase):
         leaving: sa.ColumnElement[bool],
         reason: Reason,
         closing: bool = False,
+        also: tuple[Sequence[int], Iterable[str]] = ((), ()),
     ) -> None:
         """PostgreSQL: the queue's row and those of every queue its removed messages may place
         into (dead-letter queues, admin queues), in one sweep in ID order, before the first
         batch: each batch's own sweep would otherwise lock a lower admin queue after the queue.
         `closing` (a deletion): the queue's row FOR UPDATE, so that no send commits into it
         after this (a message sent meanwhile would go with the bulk delete, without the dead
-        letter or acknowledgment it asks for)."""
+        letter or acknowledgment it asks for). `also`: more queues (IDs) and targets (path keys)
+        to take in the same sweep (what the transactions a deletion aborts change)."""
         policy = self.policy
         if self._sqlite or (policy is None and not closing):
             return
@@ -273,9 +338,10 @@ class QueueStore(StoreBase):
             found = list((await connection.execute(asking)).all())
         if not found and not closing:
             return
-        targets: set[str] = set()
+        targets = set(also[1])
         if found:
-            targets = {system_queue_path(kind).key for kind in (SystemQueue.DEADLETTER, SystemQueue.DEADXACT)}
+            dead_letter_queues = (SystemQueue.DEADLETTER, SystemQueue.DEADXACT)
+            targets.update(system_queue_path(kind).key for kind in dead_letter_queues)
         for admin_queue, acknowledge in found:
             target = (
                 None if policy is None else policy.acknowledgment_target(admin_queue, acknowledge, reason)
@@ -287,7 +353,7 @@ class QueueStore(StoreBase):
         lock = (
             statements.QUEUES_LOCKED_WITH_TARGETS if closing else statements.QUEUES_LOCKED_WITH_TARGETS_NO_KEY
         )
-        await connection.execute(lock, {"queue_ids": [queue_id], "target_keys": sorted(targets)})
+        await connection.execute(lock, {"queue_ids": [queue_id, *also[0]], "target_keys": sorted(targets)})
 
     @staticmethod
     async def _final_receipt_targets(

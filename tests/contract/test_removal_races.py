@@ -10,16 +10,20 @@ from typing import Any
 import pytest
 
 from qm.clock import SettableClock
+from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
 from qm.model import JournalFlags, Message, MessageProperties, QueueSettings
+from qm.reading import QueueReader
 from qm.streams import StreamPosition
 from storage.message_store import ReceiveRequest
 from storage.store import SqlStore
 from tests.contract.test_lock_order import _postgres_only, _until_waiting, _within_limit
+from tests.contract.timer_support import everything
 
 pytestmark = pytest.mark.anyio
 
 PATH = "private$/orders"
+ELSEWHERE = "private$/invoices"
 DEAD = JournalFlags.DEADLETTER
 RECEIPTS_URL = "http://client01/msmq/private$/order_queue$"
 
@@ -139,3 +143,31 @@ async def test_a_purge_and_a_receive_earning_final_receipts_into_a_lower_outgoin
     received, purged = await _within_limit(asyncio.gather(receiving, purging))
     assert [message.properties.body for message in received if isinstance(message, Message)] == [b"late"]
     assert purged == 1
+
+
+async def test_a_message_received_in_a_transaction_whose_queue_is_deleted_has_one_outcome(
+    manager: QueueManager, reader: QueueReader
+) -> None:
+    # Both stores. A deletion takes every message of the queue at once, those an open
+    # transaction holds too ([MS-MQDMPR] 3.1.7.1.4), so it aborts the transactions holding
+    # them, which are one unit: a message received in one is deleted unread (0xC000) and its
+    # commit fails; one sent in it never reached the queue; one it received elsewhere is back.
+    # Before: the deletion dead-lettered both and the commit still succeeded (the stress: 37
+    # messages received by a committed transaction and dead-lettered with class 0xC000; 7 sent
+    # in a transaction that then aborted, dead-lettered with 0xC000).
+    await manager.create_queue(PATH, QueueSettings(transactional=True))
+    await manager.create_queue(ELSEWHERE, QueueSettings(transactional=True))
+    await manager.send(PATH, MessageProperties(body=b"held", journal=DEAD), "single")
+    await manager.send(ELSEWHERE, MessageProperties(body=b"elsewhere"), "single")
+    transaction = await manager.begin_transaction()
+    assert await reader.receive(PATH, 0, transaction.id) is not None
+    assert await reader.receive(ELSEWHERE, 0, transaction.id) is not None
+    await manager.send(PATH, MessageProperties(body=b"sent", journal=DEAD), transaction.id)
+    await manager.delete_queue(PATH)
+    with pytest.raises(MqError) as refused:
+        await manager.commit(transaction.id)
+    assert refused.value.code is MqErrorCode.MQ_ERROR_TRANSACTION_SEQUENCE
+    dead = await everything(reader, "system$;deadxact")
+    assert [(copy.properties.body, copy.properties.message_class) for copy in dead] == [(b"held", 0xC000)]
+    [back] = await everything(reader, ELSEWHERE)
+    assert (back.properties.body, back.abort_count) == (b"elsewhere", 1)
