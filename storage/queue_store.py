@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from qm.disposal import Reason
+from qm.disposal import DisposalPolicy, Placement, Reason
 from qm.errors import MqError, MqErrorCode
-from qm.model import INFINITE, Queue, QueueChanges, QueueManagerInfo, QueueSettings
+from qm.model import INFINITE, JournalFlags, Queue, QueueChanges, QueueManagerInfo, QueueSettings
 from qm.paths import QueueKind, QueuePath, SystemQueue, system_queue_path
 from storage import rows, statements
 from storage.base import StoreBase
 from storage.consequences import Consequences
-from storage.tables import AVAILABLE, LOCKED, cursors, messages, queue_manager, queues
+from storage.tables import (
+    AVAILABLE,
+    LOCKED,
+    cursors,
+    messages,
+    queue_manager,
+    queues,
+    srmp_streams,
+    transactions,
+)
+from storage.transaction_store import TransactionStore
 
 m = messages.c
 q = queues.c
@@ -28,6 +40,8 @@ _WITH_JOURNAL = sa.select(queues, _JOURNAL.c.id.label("journal_queue_id")).outer
 _QUEUE_BY_KEY = _WITH_JOURNAL.where(q.path_key == sa.bindparam("wanted", type_=q.path_key.type))
 _QUEUE_BY_ID = _WITH_JOURNAL.where(q.id == sa.bindparam("wanted", type_=sa.Integer))
 """A queue and its journal queue's ID, built once (statements.py says why)."""
+Settlement = tuple[list[Mapping[Any, Any]], list[Placement]]
+"""Rows removed and what their removal earns, for Consequences.settle."""
 _MANAGER_ROW = 1
 _BATCH = 500
 _COMPUTER_JOURNAL_KEY = system_queue_path(SystemQueue.JOURNAL).key
@@ -173,12 +187,10 @@ class QueueStore(StoreBase):
         """Every message of the queue leaves with reason QUEUE_DELETED, then the queue and journal go."""
         async with self._transaction() as connection:
             family = sa.select(q.id).where(sa.or_(q.id == queue_id, q.journal_of == queue_id))
-            await self._hold_messages(connection, m.queue_id.in_(family))
             leaving = m.queue_id == queue_id
-            await self._lock_removal_targets(
-                connection, queue_id, leaving, Reason.QUEUE_DELETED, closing=True
-            )
             consequences = Consequences(self, connection, now)
+            aborted = await self._close(connection, queue_id, m.queue_id.in_(family), consequences, now)
+            await consequences.settle(*aborted)
             followed = await self._remove_followed(connection, leaving, consequences, Reason.QUEUE_DELETED)
             dropped = await connection.execute(sa.delete(messages).where(m.queue_id.in_(family)))
             await connection.execute(sa.delete(cursors).where(cursors.c.queue_id.in_(family)))
@@ -208,6 +220,80 @@ class QueueStore(StoreBase):
             )
         return followed + int(number)
 
+    async def _close(
+        self,
+        connection: AsyncConnection,
+        queue_id: int,
+        in_family: sa.ColumnElement[bool],
+        consequences: Consequences,
+        now: datetime,
+    ) -> Settlement:
+        """Abort the open transactions that hold a message of the queue or its journal, then
+        (PostgreSQL) lock the queue's row FOR UPDATE with the queues the deletion and the
+        aborts change or place into; what the aborts leave and earn, for Consequences.settle.
+
+        PostgreSQL, in lock order: the transactions' rows (a commit takes its own first), every
+        message row of the queue, its journal and those transactions, then the queue rows. A
+        message sent, or claimed by another transaction, between the first statements and the
+        queue's row is not held; a receive holding it waits for the queue's row while the
+        deletion would wait for the message. So when one is found once the queue's row is
+        taken, everything is given back (to a savepoint) and taken again, until nothing came
+        in between: after the queue's row no send commits into the queue."""
+        if self._sqlite:  # one writer: nothing comes in between, no row waits
+            holders = await self._holders(connection, in_family)
+            return await self._abort_holders(connection, holders, consequences, now)
+        changed: Counter[int] = connection.info.setdefault("changed_queues", Counter())
+        woken = changed.copy()
+        while True:
+            attempt = await connection.begin_nested()
+            holders = await self._holders(connection, in_family, lock=True)
+            await self._hold_messages(connection, sa.or_(in_family, m.transaction_id.in_(holders)))
+            gone, placements = await self._abort_holders(connection, holders, consequences, now)
+            await self._lock_removal_targets(
+                connection,
+                queue_id,
+                m.queue_id == queue_id,
+                Reason.QUEUE_DELETED,
+                closing=True,
+                also=(sorted({row["queue_id"] for row in gone}), {p.target.key for p in placements}),
+            )
+            if await _all_held(connection, in_family) and not await self._holders(connection, in_family):
+                await attempt.commit()
+                return gone, placements
+            await attempt.rollback()
+            changed.clear()
+            changed.update(woken)  # the aborts' wake-ups were rolled back with them
+
+    @staticmethod
+    async def _holders(
+        connection: AsyncConnection, in_family: sa.ColumnElement[bool], lock: bool = False
+    ) -> list[str]:
+        """The open MSMQ transactions that sent or received a message of the queue or its
+        journal; `lock`: their rows locked FOR UPDATE, in ID order (PostgreSQL)."""
+        holding = sa.select(m.transaction_id).where(in_family, m.transaction_id.is_not(None))
+        statement = sa.select(transactions.c.id).where(transactions.c.id.in_(holding))
+        if lock:
+            statement = statement.order_by(transactions.c.id).with_for_update(of=transactions)
+        return list((await connection.execute(statement)).scalars().all())
+
+    async def _abort_holders(
+        self, connection: AsyncConnection, holders: Sequence[str], consequences: Consequences, now: datetime
+    ) -> Settlement:
+        """Abort each transaction as its abort would (TransactionStore._end_rows), message rows
+        only: a message it sent into the queue never reached it; one it received from the queue
+        is back in it, to be deleted with it (reason QUEUE_DELETED); its work elsewhere is
+        undone too, a transaction being one unit. Its commit then fails with
+        MQ_ERROR_TRANSACTION_SEQUENCE, as after a timeout (docs/concepts.md, Purge and delete)."""
+        assert isinstance(self, TransactionStore)
+        gone: list[Mapping[Any, Any]] = []
+        placements: list[Placement] = []
+        for transaction_id in holders:
+            ended = await self._end_rows(connection, transaction_id, False, consequences, now)
+            if ended is not None:
+                gone.extend(ended[1])
+                placements.extend(ended[2])
+        return gone, placements
+
     @staticmethod
     async def _mark_purged(connection: AsyncConnection, queue_id: int) -> None:
         """Mark the queue's available and locked messages as the purge's, before any queue row
@@ -234,13 +320,15 @@ class QueueStore(StoreBase):
         leaving: sa.ColumnElement[bool],
         reason: Reason,
         closing: bool = False,
+        also: tuple[Sequence[int], Iterable[str]] = ((), ()),
     ) -> None:
         """PostgreSQL: the queue's row and those of every queue its removed messages may place
         into (dead-letter queues, admin queues), in one sweep in ID order, before the first
         batch: each batch's own sweep would otherwise lock a lower admin queue after the queue.
         `closing` (a deletion): the queue's row FOR UPDATE, so that no send commits into it
         after this (a message sent meanwhile would go with the bulk delete, without the dead
-        letter or acknowledgment it asks for)."""
+        letter or acknowledgment it asks for). `also`: more queues (IDs) and targets (path keys)
+        to take in the same sweep (what the transactions a deletion aborts change)."""
         policy = self.policy
         if self._sqlite or (policy is None and not closing):
             return
@@ -250,19 +338,44 @@ class QueueStore(StoreBase):
             found = list((await connection.execute(asking)).all())
         if not found and not closing:
             return
-        targets: set[str] = set()
+        targets = set(also[1])
         if found:
-            targets = {system_queue_path(kind).key for kind in (SystemQueue.DEADLETTER, SystemQueue.DEADXACT)}
+            dead_letter_queues = (SystemQueue.DEADLETTER, SystemQueue.DEADXACT)
+            targets.update(system_queue_path(kind).key for kind in dead_letter_queues)
         for admin_queue, acknowledge in found:
             target = (
                 None if policy is None else policy.acknowledgment_target(admin_queue, acknowledge, reason)
             )
             if target is not None:
                 targets.add(target.key)
+        if found and policy is not None:  # a final receipt is asked for with MQMSG_DEADLETTER
+            targets |= await self._final_receipt_targets(connection, leaving, policy)
         lock = (
             statements.QUEUES_LOCKED_WITH_TARGETS if closing else statements.QUEUES_LOCKED_WITH_TARGETS_NO_KEY
         )
-        await connection.execute(lock, {"queue_ids": [queue_id], "target_keys": sorted(targets)})
+        await connection.execute(lock, {"queue_ids": [queue_id, *also[0]], "target_keys": sorted(targets)})
+
+    @staticmethod
+    async def _final_receipt_targets(
+        connection: AsyncConnection, leaving: sa.ColumnElement[bool], policy: DisposalPolicy
+    ) -> set[str]:
+        """The outgoing queues the final receipts (reference §4.4) of the leaving messages go
+        to: each batch's sweep takes them with the rest (Consequences.settle), and one of a lower
+        ID than the queue taken there, after the queue's row, would deadlock with a receive that
+        earns a receipt into it and then waits for the queue's row."""
+        streams = srmp_streams.c
+        asking = (
+            sa.select(streams.send_receipts_to)
+            .where(
+                streams.stream_id.in_(
+                    sa.select(m.srmp_stream_id).where(leaving, m.transactional, _asks_dead_letter())
+                )
+            )
+            .distinct()
+        )
+        urls = (await connection.execute(asking)).scalars().all()
+        found = (policy.remote_queue(f"DIRECT={url}") for url in urls if url)
+        return {target.key for target in found if target is not None}
 
     async def _remove_followed(
         self,
@@ -287,14 +400,27 @@ class QueueStore(StoreBase):
                 return followed
 
 
+async def _all_held(connection: AsyncConnection, held: sa.ColumnElement[bool]) -> bool:
+    """Whether this transaction holds every message row `held` selects: those no one else
+    holds are taken now (SKIP LOCKED skips only other transactions' rows), then all counted."""
+    free = sa.select(m.lookup_id).where(held).with_for_update(skip_locked=True).subquery()
+    taken = (await connection.execute(sa.select(sa.func.count()).select_from(free))).scalar_one()
+    present = sa.select(sa.func.count()).select_from(messages).where(held)
+    return int(taken) >= int((await connection.execute(present)).scalar_one())
+
+
 def _in_application_queue() -> sa.ColumnElement[bool]:
     application = sa.select(q.id).where(q.kind != "system", q.journal_of.is_(None))
     return m.queue_id.in_(application)
 
 
+def _asks_dead_letter() -> sa.ColumnElement[bool]:
+    return m.journal.op("&")(int(JournalFlags.DEADLETTER)) != 0
+
+
 def _has_consequences() -> sa.ColumnElement[bool]:
     """Asked for a dead-letter copy (MQMSG_DEADLETTER) or a negative receive acknowledgment."""
-    dead_letter = m.journal.op("&")(1) != 0
+    dead_letter = _asks_dead_letter()
     negative_ack = sa.and_(m.acknowledge.op("&")(8) != 0, m.admin_queue.is_not(None))
     return sa.or_(dead_letter, negative_ack)
 

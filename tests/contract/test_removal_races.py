@@ -1,0 +1,173 @@
+"""Purges and queue deletions racing receives and MSMQ transactions, found by the two-process
+stress (items 3, 5 and 8 of its reproductions), each orchestrated with pauses between the
+removal's statements and pg_stat_activity, as in test_lock_order.py."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from qm.clock import SettableClock
+from qm.errors import MqError, MqErrorCode
+from qm.manager import QueueManager
+from qm.model import JournalFlags, Message, MessageProperties, QueueSettings
+from qm.reading import QueueReader
+from qm.streams import StreamPosition
+from storage.message_store import ReceiveRequest
+from storage.store import SqlStore
+from tests.contract.test_lock_order import _postgres_only, _until_waiting, _within_limit
+from tests.contract.timer_support import everything
+
+pytestmark = pytest.mark.anyio
+
+PATH = "private$/orders"
+ELSEWHERE = "private$/invoices"
+DEAD = JournalFlags.DEADLETTER
+RECEIPTS_URL = "http://client01/msmq/private$/order_queue$"
+
+
+async def test_a_queue_deletion_and_a_receive_of_a_message_sent_after_its_hold_do_not_deadlock(
+    manager: QueueManager,
+    other_process: QueueManager,
+    clock: SettableClock,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _postgres_only(database_url)
+    journaled = await manager.create_queue(PATH, QueueSettings(journal=True))  # receives take the transaction
+    deleting_store = other_process.store
+    assert isinstance(deleting_store, SqlStore) and isinstance(manager.store, SqlStore)
+    held, go_on = asyncio.Event(), asyncio.Event()
+    hold = deleting_store._hold_messages
+
+    async def pausing_after_the_hold(*arguments: Any) -> None:
+        await hold(*arguments)
+        held.set()
+        await go_on.wait()
+
+    monkeypatch.setattr(deleting_store, "_hold_messages", pausing_after_the_hold)
+    deleting = asyncio.create_task(other_process.delete_queue(PATH))
+    await _within_limit(held.wait())
+    await manager.send(PATH, MessageProperties(body=b"late", journal=DEAD))  # not held
+    claimed, resume = asyncio.Event(), asyncio.Event()
+    store = manager.store
+    claim = store._delete_first
+
+    async def pausing_after_the_claim(*arguments: Any) -> list[Any]:
+        found = await claim(*arguments)
+        claimed.set()
+        await resume.wait()
+        return found
+
+    monkeypatch.setattr(store, "_delete_first", pausing_after_the_claim)
+    receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(journaled, clock.now(), None)]))
+    await _within_limit(claimed.wait())
+    go_on.set()  # the deletion locks the queue's row, then waits for the claimed message
+    await _until_waiting(database_url, 1, deleting, receiving)
+    resume.set()  # the receive's totals wait for the queue's row
+    deleted, received = await _within_limit(asyncio.gather(deleting, receiving))
+    assert [message.properties.body for message in received if isinstance(message, Message)] == [b"late"]
+    assert deleted == 1  # the journal copy of the received message
+    assert await manager.store.find_queue(journaled.path) is None
+
+
+async def test_a_purge_and_a_receive_earning_final_receipts_into_a_lower_outgoing_queue_do_not_deadlock(
+    manager: QueueManager,
+    other_process: QueueManager,
+    clock: SettableClock,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Suspect 5: the purge's pre-lock (_lock_removal_targets) takes the queue, the dead-letter
+    # queues and the admin queues of the marked messages, not the outgoing queue a final
+    # receipt (reference §4.4) of a marked stream message goes to. Its batch's own sweep
+    # (Consequences.settle) then takes that outgoing queue, of a lower ID, after the queue.
+    # A receive of a stream message that arrived after the purge's mark sweeps the outgoing
+    # queue, then the queue.
+    _postgres_only(database_url)
+    store = manager.store
+    assert isinstance(store, SqlStore) and store.policy is not None
+    outgoing_path = store.policy.remote_queue(f"DIRECT={RECEIPTS_URL}")
+    assert outgoing_path is not None
+    outgoing = await store.ensure_outgoing_queue(outgoing_path, clock.now())
+    orders = await manager.create_queue(PATH, QueueSettings(transactional=True))
+    assert outgoing.queue.id < orders.id
+
+    def stream_message(ordinal: int) -> Any:
+        position = StreamPosition(
+            "uuid:stream-1", ordinal, ordinal - 1 or None, RECEIPTS_URL, "http://gw/msmq/private$/orders"
+        )
+        body = b"marked" if ordinal == 1 else b"late"
+        return manager.deliver(PATH, MessageProperties(body=body, journal=DEAD), "single", stream=position)
+
+    assert await stream_message(1) is not None
+    purging_store = other_process.store
+    assert isinstance(purging_store, SqlStore)
+    marked, locked, go_on_marked, go_on_locked = (asyncio.Event() for _ in range(4))
+    mark, lock = purging_store._mark_purged, purging_store._lock_removal_targets
+
+    async def pausing_after_the_mark(*arguments: Any) -> None:
+        await mark(*arguments)
+        marked.set()
+        await go_on_marked.wait()
+
+    async def pausing_after_the_queue_lock(*arguments: Any, **keywords: Any) -> None:
+        await lock(*arguments, **keywords)
+        locked.set()
+        await go_on_locked.wait()
+
+    monkeypatch.setattr(purging_store, "_mark_purged", pausing_after_the_mark)
+    monkeypatch.setattr(purging_store, "_lock_removal_targets", pausing_after_the_queue_lock)
+    purging = asyncio.create_task(other_process.purge_queue(PATH))
+    await _within_limit(marked.wait())
+    assert await stream_message(2) is not None  # not marked: the receive may take it
+    claimed, resume = asyncio.Event(), asyncio.Event()
+    claim = store._delete_first
+
+    async def pausing_after_the_claim(*arguments: Any) -> list[Any]:
+        found = await claim(*arguments)
+        claimed.set()
+        await resume.wait()
+        return found
+
+    monkeypatch.setattr(store, "_delete_first", pausing_after_the_claim)
+    receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(orders, clock.now(), None)]))
+    await _within_limit(claimed.wait())
+    go_on_marked.set()
+    await _within_limit(locked.wait())  # the purge holds the queue's row
+    resume.set()  # the receive sweeps the outgoing queue, then waits for the queue's row
+    await _until_waiting(database_url, 1, purging, receiving)
+    go_on_locked.set()  # the purge's batch places the final receipt into the outgoing queue
+    received, purged = await _within_limit(asyncio.gather(receiving, purging))
+    assert [message.properties.body for message in received if isinstance(message, Message)] == [b"late"]
+    assert purged == 1
+
+
+async def test_a_message_received_in_a_transaction_whose_queue_is_deleted_has_one_outcome(
+    manager: QueueManager, reader: QueueReader
+) -> None:
+    # Both stores. A deletion takes every message of the queue at once, those an open
+    # transaction holds too ([MS-MQDMPR] 3.1.7.1.4), so it aborts the transactions holding
+    # them, which are one unit: a message received in one is deleted unread (0xC000) and its
+    # commit fails; one sent in it never reached the queue; one it received elsewhere is back.
+    # Before: the deletion dead-lettered both and the commit still succeeded (the stress: 37
+    # messages received by a committed transaction and dead-lettered with class 0xC000; 7 sent
+    # in a transaction that then aborted, dead-lettered with 0xC000).
+    await manager.create_queue(PATH, QueueSettings(transactional=True))
+    await manager.create_queue(ELSEWHERE, QueueSettings(transactional=True))
+    await manager.send(PATH, MessageProperties(body=b"held", journal=DEAD), "single")
+    await manager.send(ELSEWHERE, MessageProperties(body=b"elsewhere"), "single")
+    transaction = await manager.begin_transaction()
+    assert await reader.receive(PATH, 0, transaction.id) is not None
+    assert await reader.receive(ELSEWHERE, 0, transaction.id) is not None
+    await manager.send(PATH, MessageProperties(body=b"sent", journal=DEAD), transaction.id)
+    await manager.delete_queue(PATH)
+    with pytest.raises(MqError) as refused:
+        await manager.commit(transaction.id)
+    assert refused.value.code is MqErrorCode.MQ_ERROR_TRANSACTION_SEQUENCE
+    dead = await everything(reader, "system$;deadxact")
+    assert [(copy.properties.body, copy.properties.message_class) for copy in dead] == [(b"held", 0xC000)]
+    [back] = await everything(reader, ELSEWHERE)
+    assert (back.properties.body, back.abort_count) == (b"elsewhere", 1)
