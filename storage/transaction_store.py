@@ -196,22 +196,27 @@ class TransactionStore(StoreBase):
             if forget_ids_before is not None:
                 old = received_message_ids.c.received_at < rows.to_us(forget_ids_before)
                 await connection.execute(sa.delete(received_message_ids).where(old))
-            locked = (await connection.execute(self._expired_locks(now_us))).mappings().all()
-            purged = [row for row in locked if row["purge_pending"]]
-            await self._delete_rows(connection, purged)
-            await self._unlock(connection, [row for row in locked if not row["purge_pending"]])
             consequences = Consequences(self, connection, now)
-            gone: list[Row] = list(purged)
-            placements = await consequences.earned(purged, Reason.PURGED)
-            idle = sa.select(t.id).where(t.expires_at <= now_us)
+            gone: list[Row] = []
+            placements: list[Placement] = []
+            touched: set[int] = set()
+            # Idle transactions first, in ID order, as a deletion locks them: each locks its
+            # transaction row, then its message rows. The expired locks after them never wait.
+            idle = sa.select(t.id).where(t.expires_at <= now_us).order_by(t.id)
             expired = (await connection.execute(idle)).scalars().all()
-            touched = {row["queue_id"] for row in locked}
             for transaction_id in expired:  # every message row first, then one settlement
                 ended = await self._end_rows(connection, transaction_id, False, consequences, now)
                 if ended is not None:
                     touched |= ended[0]
                     gone.extend(ended[1])
                     placements.extend(ended[2])
+            locked = (await connection.execute(self._expired_locks(now_us))).mappings().all()
+            purged = [row for row in locked if row["purge_pending"]]
+            await self._delete_rows(connection, purged)
+            await self._unlock(connection, [row for row in locked if not row["purge_pending"]])
+            gone.extend(purged)
+            placements.extend(await consequences.earned(purged, Reason.PURGED))
+            touched.update(row["queue_id"] for row in locked)
             await consequences.settle(gone, placements)
             closed = await connection.execute(sa.delete(cursors).where(cursors.c.expires_at <= now_us))
         return ReleaseReport(len(locked), len(expired), int(closed.rowcount), frozenset(touched))

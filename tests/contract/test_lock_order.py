@@ -119,6 +119,20 @@ async def _queue_row_held(database_url: str, queue_id: int) -> AsyncIterator[Non
         await engine.dispose()
 
 
+@asynccontextmanager
+async def _message_row_held(database_url: str, lookup_id: int) -> AsyncIterator[None]:
+    """Another transaction holds the message's row (as a receive's claim does) until the block ends."""
+    engine = make_engine(database_url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(
+                sa.text("SELECT lookup_id FROM messages WHERE lookup_id = :id FOR UPDATE"), {"id": lookup_id}
+            )
+            yield
+    finally:
+        await engine.dispose()
+
+
 async def _within_limit(work: Awaitable[Result]) -> Result:
     return await asyncio.wait_for(work, WAIT_LIMIT_S)
 

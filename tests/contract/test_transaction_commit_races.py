@@ -6,38 +6,20 @@ test_lock_order.py. SQLite has one writer: its transactions never wait for each 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import pytest
-import sqlalchemy as sa
 
 from qm.errors import MqError
 from qm.manager import QueueManager
 from qm.model import JournalFlags, MessageProperties, QueueSettings
 from qm.reading import QueueReader
-from storage.engine import make_engine
 from tests.contract.support import counts
-from tests.contract.test_lock_order import _postgres_only, _until_waiting, _within_limit
+from tests.contract.test_lock_order import _message_row_held, _postgres_only, _until_waiting, _within_limit
 
 pytestmark = pytest.mark.anyio
 
 PATH = "private$/orders"
 DEAD = JournalFlags.DEADLETTER
-
-
-@asynccontextmanager
-async def _message_row_held(database_url: str, lookup_id: int) -> AsyncIterator[None]:
-    """Another transaction holds the message's row (as a receive's claim does) until the block ends."""
-    engine = make_engine(database_url)
-    try:
-        async with engine.begin() as connection:
-            await connection.execute(
-                sa.text("SELECT lookup_id FROM messages WHERE lookup_id = :id FOR UPDATE"), {"id": lookup_id}
-            )
-            yield
-    finally:
-        await engine.dispose()
 
 
 async def test_a_transaction_commit_and_a_purge_of_its_queue_do_not_deadlock(
