@@ -7,6 +7,7 @@ read just before it stops, so one process per scenario gives the peak of that sc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -81,6 +82,24 @@ def postgres_database() -> Iterator[Database]:
     finally:
         with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def settle(database: Database) -> None:
+    """Let the database settle before a scenario, so that none pays for the one before it: on
+    PostgreSQL a VACUUM (ANALYZE) and a CHECKPOINT (the dead rows of a previous scenario's
+    hundred thousand messages would otherwise bring autovacuum and a checkpoint into the
+    middle of the next), on SQLite a WAL checkpoint."""
+    if database.kind == "sqlite":
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(database.driver_target)) as connection:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return
+    import psycopg
+
+    with psycopg.connect(database.driver_target, autocommit=True) as connection:
+        connection.execute("VACUUM (ANALYZE)")
+        connection.execute("CHECKPOINT")
 
 
 def gateway_executable() -> list[str]:

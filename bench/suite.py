@@ -13,7 +13,7 @@ from typing import Any
 
 from bench import requests as rq
 from bench.ceiling import run_ceiling
-from bench.harness import Database, Gateway, client_cpu_seconds, migrate
+from bench.harness import Database, Gateway, client_cpu_seconds, migrate, settle
 from bench.http_load import (
     Connection,
     LoadResult,
@@ -109,7 +109,9 @@ class StoreRun:
         settings: dict[str, str] | None = None,
         workers: int = 1,
     ) -> Row:
-        """Run `work` against a fresh gateway; add its peak RSS and both sides' CPU seconds."""
+        """Run `work` against a fresh gateway on a settled database; add its peak RSS and both
+        sides' CPU seconds."""
+        settle(self.database)
         gateway = Gateway(self.database, settings, workers)
         try:
             client_before, gateway_before = client_cpu_seconds(), gateway.cpu_seconds()
