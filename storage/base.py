@@ -22,7 +22,7 @@ from qm.rules import COUNTER_MASK
 from qm.wakeups import WakeUps
 from storage import driver_sql, rows, statements
 from storage.engine import BEGUN_ON_DRIVER, SYNCHRONOUS
-from storage.tables import AVAILABLE, TXN_ENQUEUE, messages, queue_manager, queues
+from storage.tables import AVAILABLE, TXN_ENQUEUE, messages, queue_manager, queues, transactions
 
 m = messages.c
 q = queues.c
@@ -247,6 +247,30 @@ class StoreBase:
         ids = [row["lookup_id"] for row in leaving]
         if ids:
             await connection.execute(sa.delete(messages).where(m.lookup_id.in_(ids)))
+
+    async def _hold_transactions(self, connection: AsyncConnection, transaction_ids: Iterable[str]) -> None:
+        """Hold the MSMQ transactions' rows for the rest of this database transaction (FOR KEY
+        SHARE on PostgreSQL; SQLite has one writer), or fail with MQ_ERROR_TRANSACTION_SEQUENCE
+        if one has ended. The queue manager looks a transaction up before a receive or send in
+        it, in a database transaction of its own; one committed, aborted or timed out between
+        that look and the claim or insert left its message held by nobody, for ever (the
+        stress: a message locked for a transaction with no row). Its end deletes its row
+        first (TransactionStore._end_rows), so it now waits for this, and then sees the row."""
+        wanted = sorted(set(transaction_ids))
+        if not wanted:
+            return
+        statement = (
+            sa.select(transactions.c.id).where(transactions.c.id.in_(wanted)).order_by(transactions.c.id)
+        )
+        if not self._sqlite:
+            statement = statement.with_for_update(key_share=True)
+        found = set((await connection.execute(statement)).scalars().all())
+        for transaction_id in wanted:
+            if transaction_id not in found:
+                raise MqError(
+                    MqErrorCode.MQ_ERROR_TRANSACTION_SEQUENCE,
+                    f"no active transaction {transaction_id!r} (it ended or timed out)",
+                )
 
     async def _unlock(self, connection: AsyncConnection, held: Sequence[Mapping[Any, Any]]) -> None:
         """End two-phase locks: the messages are available again at their places."""

@@ -193,6 +193,7 @@ class MessageStore(StreamStore):
         items = [item for request in requests for item in request.messages]
         relaxed = self._relaxed_express and all(request.express for request in requests)
         async with self._transaction(relaxed=relaxed) as connection:
+            await self._hold_transactions(connection, (i.transaction_id for i in items if i.transaction_id))
             await self._lock_arrival_targets(connection, items)
             totals, room, counters = await self._room(connection, items)
             fresh = await self._remember(connection, items)
@@ -339,6 +340,8 @@ class MessageStore(StreamStore):
         statement = _take(statements.TargetShape.of(selector, lock_rows=not self._sqlite), claim.kind)
         values = statements.target_values(queue.id, selector, rows.to_us(now)) | _hold(claim)
         async with self._transaction() as connection:
+            if claim.kind is ClaimKind.TRANSACTION and claim.owner is not None:
+                await self._hold_transactions(connection, [claim.owner])
             found = await driver_sql.fetch(connection, statement, values)
             row = found[0] if found else None
             if row is not None and claim.kind is ClaimKind.RECEIVE:
