@@ -18,7 +18,13 @@ from qm.reading import QueueReader, _parse_lock_tag
 from storage.message_store import ReceiveRequest
 from storage.store import SqlStore
 from tests.contract.support import counts
-from tests.contract.test_lock_order import _message_row_held, _postgres_only, _until_waiting, _within_limit
+from tests.contract.test_lock_order import (
+    _message_row_held,
+    _postgres_only,
+    _until_waiting,
+    _within_limit,
+    pause_after,
+)
 from tests.contract.timer_support import DEADLETTER, everything
 
 pytestmark = pytest.mark.anyio
@@ -157,21 +163,12 @@ async def test_a_purge_and_a_receive_of_a_message_whose_lock_expired_under_a_pur
         await reader.end_lock(locked[1], commit=True)  # expired: purged now, as housekeeping would
     store = manager.store
     assert isinstance(store, SqlStore)
-    claimed, resume = asyncio.Event(), asyncio.Event()
-    claim = store._delete_first
-
-    async def pausing_after_the_claim(*arguments: Any) -> list[Any]:
-        found = await claim(*arguments)
-        claimed.set()
-        await resume.wait()
-        return found
-
-    monkeypatch.setattr(store, "_delete_first", pausing_after_the_claim)
+    claim = pause_after(monkeypatch, store, "_delete_first")
     receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(journaled, clock.now(), None)]))
-    await _within_limit(claimed.wait())
+    await _within_limit(claim.reached.wait())
     purging = asyncio.create_task(other_process.purge_queue(PATH))
     await _until_waiting(database_url, 1, purging)
-    resume.set()
+    claim.go_on.set()
     received, _purged = await _within_limit(asyncio.gather(receiving, purging))
     taken = [message for message in received if isinstance(message, Message)]
     assert len(taken) + len(await _dead_letters_of(reader, b"left")) == 1  # received or purged

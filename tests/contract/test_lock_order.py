@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -105,32 +106,51 @@ async def _until_waiting(database_url: str, waiting: int, *tasks: asyncio.Task[A
             await asyncio.wait(set(tasks), timeout=0.01, return_when=asyncio.FIRST_COMPLETED)
 
 
-@asynccontextmanager
-async def _queue_row_held(database_url: str, queue_id: int) -> AsyncIterator[None]:
+def _queue_row_held(database_url: str, queue_id: int) -> AbstractAsyncContextManager[None]:
     """Another transaction holds the queue's row (as a send batch's room does) until the block ends."""
-    engine = make_engine(database_url)
-    try:
-        async with engine.begin() as connection:
-            await connection.execute(
-                sa.text("SELECT id FROM queues WHERE id = :id FOR UPDATE"), {"id": queue_id}
-            )
-            yield
-    finally:
-        await engine.dispose()
+    return _row_held(database_url, "SELECT id FROM queues WHERE id = :id FOR UPDATE", queue_id)
+
+
+def _message_row_held(database_url: str, lookup_id: int) -> AbstractAsyncContextManager[None]:
+    """Another transaction holds the message's row (as a receive's claim does) until the block ends."""
+    return _row_held(
+        database_url, "SELECT lookup_id FROM messages WHERE lookup_id = :id FOR UPDATE", lookup_id
+    )
 
 
 @asynccontextmanager
-async def _message_row_held(database_url: str, lookup_id: int) -> AsyncIterator[None]:
-    """Another transaction holds the message's row (as a receive's claim does) until the block ends."""
+async def _row_held(database_url: str, locking: str, key: int) -> AsyncIterator[None]:
     engine = make_engine(database_url)
     try:
         async with engine.begin() as connection:
-            await connection.execute(
-                sa.text("SELECT lookup_id FROM messages WHERE lookup_id = :id FOR UPDATE"), {"id": lookup_id}
-            )
+            await connection.execute(sa.text(locking), {"id": key})
             yield
     finally:
         await engine.dispose()
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A method made to stop after each call: `reached` once it returned, its result given
+    back once `go_on` is set."""
+
+    reached: asyncio.Event
+    go_on: asyncio.Event
+
+
+def pause_after(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> Pause:
+    """Replace the async method `owner.name` for the test with one that pauses after it."""
+    method = getattr(owner, name)
+    pause = Pause(asyncio.Event(), asyncio.Event())
+
+    async def paused(*arguments: Any, **keywords: Any) -> Any:
+        result = await method(*arguments, **keywords)
+        pause.reached.set()
+        await pause.go_on.wait()
+        return result
+
+    monkeypatch.setattr(owner, name, paused)
+    return pause
 
 
 async def _within_limit(work: Awaitable[Result]) -> Result:
@@ -192,21 +212,12 @@ async def test_a_purge_and_a_receive_holding_one_of_its_messages_do_not_deadlock
     await manager.send("private$/journaled", dead_letter)
     store = manager.store
     assert isinstance(store, SqlStore)
-    claimed, go_on = asyncio.Event(), asyncio.Event()
-    claim = store._delete_first
-
-    async def pausing_after_the_claim(*arguments: Any) -> list[Any]:
-        found = await claim(*arguments)
-        claimed.set()
-        await go_on.wait()
-        return found
-
-    monkeypatch.setattr(store, "_delete_first", pausing_after_the_claim)
+    claim = pause_after(monkeypatch, store, "_delete_first")
     receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(journaled, clock.now(), None)]))
-    await _within_limit(claimed.wait())
+    await _within_limit(claim.reached.wait())
     purging = asyncio.create_task(store.purge_queue(journaled.id, clock.now()))
     await _until_waiting(database_url, 1, purging)
-    go_on.set()
+    claim.go_on.set()
     received, purged = await _within_limit(asyncio.gather(receiving, purging))
     assert [message.properties.body for message in received if isinstance(message, Message)] == [b"claimed"]
     assert purged == 1

@@ -36,6 +36,7 @@ from tests.contract.test_lock_order import (
     _queue_row_held,
     _until_waiting,
     _within_limit,
+    pause_after,
 )
 
 pytestmark = pytest.mark.anyio
@@ -167,31 +168,16 @@ async def test_a_purge_and_a_receive_of_a_message_that_arrived_after_its_hold_do
     queue = await manager.create_queue("private$/busy", QueueSettings())
     await manager.send("private$/busy", MessageProperties(body=b"followed", journal=JournalFlags.DEADLETTER))
     store = _sql_store(manager)
-    held, followed = asyncio.Event(), asyncio.Event()
-    go_on_after_hold, go_on_after_batches = asyncio.Event(), asyncio.Event()
-    mark, remove_followed = store._mark_purged, store._remove_followed
-
-    async def pausing_after_the_hold(*arguments: Any) -> None:
-        await mark(*arguments)
-        held.set()
-        await go_on_after_hold.wait()
-
-    async def pausing_after_the_batches(*arguments: Any) -> int:
-        number = await remove_followed(*arguments)
-        followed.set()
-        await go_on_after_batches.wait()
-        return number
-
-    monkeypatch.setattr(store, "_mark_purged", pausing_after_the_hold)
-    monkeypatch.setattr(store, "_remove_followed", pausing_after_the_batches)
+    mark = pause_after(monkeypatch, store, "_mark_purged")
+    batches = pause_after(monkeypatch, store, "_remove_followed")
     purging = asyncio.create_task(store.purge_queue(queue.id, clock.now()))
-    await _within_limit(held.wait())
+    await _within_limit(mark.reached.wait())
     await manager.send("private$/busy", MessageProperties(body=b"late"))  # commits: the row is free
-    go_on_after_hold.set()
-    await _within_limit(followed.wait())  # the purge holds the queue's row now
+    mark.go_on.set()
+    await _within_limit(batches.reached.wait())  # the purge holds the queue's row now
     receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(queue, clock.now(), None)]))
     await _until_waiting(database_url, 1, receiving, purging)
-    go_on_after_batches.set()
+    batches.go_on.set()
     received, purged = await _within_limit(asyncio.gather(receiving, purging))
     assert [m.properties.body for m in received if isinstance(m, Message)] == [b"late"]
     assert purged == 1

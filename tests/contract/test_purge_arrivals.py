@@ -23,7 +23,6 @@ batches, so a send waits for it and is refused. Every test here lost the message
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
@@ -34,7 +33,13 @@ from qm.model import JournalFlags, MessageProperties, QueueSettings
 from qm.reading import QueueReader
 from storage.store import SqlStore
 from tests.contract.support import bodies_of, counts, mq_error
-from tests.contract.test_lock_order import _postgres_only, _queue_row_held, _until_waiting, _within_limit
+from tests.contract.test_lock_order import (
+    _postgres_only,
+    _queue_row_held,
+    _until_waiting,
+    _within_limit,
+    pause_after,
+)
 from tests.contract.timer_support import DEADLETTER, NACK_Q_PURGED, everything
 
 pytestmark = pytest.mark.anyio
@@ -97,21 +102,12 @@ async def test_a_send_committed_between_the_purges_batches_and_its_bulk_delete_i
     await manager.send(PATH, MessageProperties(body=b"plain"))  # purged in bulk, rightly
     store = manager.store
     assert isinstance(store, SqlStore)
-    batches_done, go_on = asyncio.Event(), asyncio.Event()
-    remove_followed = store._remove_followed
-
-    async def pausing_after_the_batches(*arguments: Any) -> int:
-        followed = await remove_followed(*arguments)
-        batches_done.set()
-        await go_on.wait()
-        return followed
-
-    monkeypatch.setattr(store, "_remove_followed", pausing_after_the_batches)
+    batches = pause_after(monkeypatch, store, "_remove_followed")
     purging = asyncio.create_task(store.purge_queue(orders.id, clock.now()))
-    await _within_limit(batches_done.wait())
+    await _within_limit(batches.reached.wait())
     sent = await _within_limit(other_process.send(PATH, MessageProperties(body=b"during", journal=DEAD)))
     assert sent.properties.body == b"during"  # the sender was told it is stored
-    go_on.set()
+    batches.go_on.set()
     purged = await _within_limit(purging)
     assert await _where_it_is(reader, b"during") in ([PATH], [DEADLETTER]), (
         f"an acknowledged message asking for a dead letter is gone (purge returned {purged})"
@@ -133,22 +129,13 @@ async def test_a_send_during_a_queue_deletion_waits_for_it_and_is_refused(
     orders = await manager.create_queue(PATH, QueueSettings())
     store = manager.store
     assert isinstance(store, SqlStore)
-    batches_done, go_on = asyncio.Event(), asyncio.Event()
-    remove_followed = store._remove_followed
-
-    async def pausing_after_the_batches(*arguments: Any) -> int:
-        followed = await remove_followed(*arguments)
-        batches_done.set()
-        await go_on.wait()
-        return followed
-
-    monkeypatch.setattr(store, "_remove_followed", pausing_after_the_batches)
+    batches = pause_after(monkeypatch, store, "_remove_followed")
     deleting = asyncio.create_task(store.delete_queue(orders.id, clock.now()))
-    await _within_limit(batches_done.wait())
+    await _within_limit(batches.reached.wait())
     sending = asyncio.create_task(other_process.send(PATH, MessageProperties(body=b"during", journal=DEAD)))
     await _until_waiting(database_url, 1, sending)
     assert not sending.done()  # waits for the deletion's lock on the queue's row
-    go_on.set()
+    batches.go_on.set()
     await _within_limit(deleting)
     with mq_error(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND):
         await _within_limit(sending)

@@ -17,7 +17,7 @@ from qm.reading import QueueReader
 from qm.streams import StreamPosition
 from storage.message_store import ReceiveRequest
 from storage.store import SqlStore
-from tests.contract.test_lock_order import _postgres_only, _until_waiting, _within_limit
+from tests.contract.test_lock_order import _postgres_only, _until_waiting, _within_limit, pause_after
 from tests.contract.timer_support import everything
 
 pytestmark = pytest.mark.anyio
@@ -39,34 +39,17 @@ async def test_a_queue_deletion_and_a_receive_of_a_message_sent_after_its_hold_d
     journaled = await manager.create_queue(PATH, QueueSettings(journal=True))  # receives take the transaction
     deleting_store = other_process.store
     assert isinstance(deleting_store, SqlStore) and isinstance(manager.store, SqlStore)
-    held, go_on = asyncio.Event(), asyncio.Event()
-    hold = deleting_store._hold_messages
-
-    async def pausing_after_the_hold(*arguments: Any) -> None:
-        await hold(*arguments)
-        held.set()
-        await go_on.wait()
-
-    monkeypatch.setattr(deleting_store, "_hold_messages", pausing_after_the_hold)
+    hold = pause_after(monkeypatch, deleting_store, "_hold_messages")
     deleting = asyncio.create_task(other_process.delete_queue(PATH))
-    await _within_limit(held.wait())
+    await _within_limit(hold.reached.wait())
     await manager.send(PATH, MessageProperties(body=b"late", journal=DEAD))  # not held
-    claimed, resume = asyncio.Event(), asyncio.Event()
     store = manager.store
-    claim = store._delete_first
-
-    async def pausing_after_the_claim(*arguments: Any) -> list[Any]:
-        found = await claim(*arguments)
-        claimed.set()
-        await resume.wait()
-        return found
-
-    monkeypatch.setattr(store, "_delete_first", pausing_after_the_claim)
+    claim = pause_after(monkeypatch, store, "_delete_first")
     receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(journaled, clock.now(), None)]))
-    await _within_limit(claimed.wait())
-    go_on.set()  # the deletion locks the queue's row, then waits for the claimed message
+    await _within_limit(claim.reached.wait())
+    hold.go_on.set()  # the deletion locks the queue's row, then waits for the claimed message
     await _until_waiting(database_url, 1, deleting, receiving)
-    resume.set()  # the receive's totals wait for the queue's row
+    claim.go_on.set()  # the receive's totals wait for the queue's row
     deleted, received = await _within_limit(asyncio.gather(deleting, receiving))
     assert [message.properties.body for message in received if isinstance(message, Message)] == [b"late"]
     assert deleted == 1  # the journal copy of the received message
@@ -105,41 +88,19 @@ async def test_a_purge_and_a_receive_earning_final_receipts_into_a_lower_outgoin
     assert await stream_message(1) is not None
     purging_store = other_process.store
     assert isinstance(purging_store, SqlStore)
-    marked, locked, go_on_marked, go_on_locked = (asyncio.Event() for _ in range(4))
-    mark, lock = purging_store._mark_purged, purging_store._lock_removal_targets
-
-    async def pausing_after_the_mark(*arguments: Any) -> None:
-        await mark(*arguments)
-        marked.set()
-        await go_on_marked.wait()
-
-    async def pausing_after_the_queue_lock(*arguments: Any, **keywords: Any) -> None:
-        await lock(*arguments, **keywords)
-        locked.set()
-        await go_on_locked.wait()
-
-    monkeypatch.setattr(purging_store, "_mark_purged", pausing_after_the_mark)
-    monkeypatch.setattr(purging_store, "_lock_removal_targets", pausing_after_the_queue_lock)
+    mark = pause_after(monkeypatch, purging_store, "_mark_purged")
+    lock = pause_after(monkeypatch, purging_store, "_lock_removal_targets")
     purging = asyncio.create_task(other_process.purge_queue(PATH))
-    await _within_limit(marked.wait())
+    await _within_limit(mark.reached.wait())
     assert await stream_message(2) is not None  # not marked: the receive may take it
-    claimed, resume = asyncio.Event(), asyncio.Event()
-    claim = store._delete_first
-
-    async def pausing_after_the_claim(*arguments: Any) -> list[Any]:
-        found = await claim(*arguments)
-        claimed.set()
-        await resume.wait()
-        return found
-
-    monkeypatch.setattr(store, "_delete_first", pausing_after_the_claim)
+    claim = pause_after(monkeypatch, store, "_delete_first")
     receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(orders, clock.now(), None)]))
-    await _within_limit(claimed.wait())
-    go_on_marked.set()
-    await _within_limit(locked.wait())  # the purge holds the queue's row
-    resume.set()  # the receive sweeps the outgoing queue, then waits for the queue's row
+    await _within_limit(claim.reached.wait())
+    mark.go_on.set()
+    await _within_limit(lock.reached.wait())  # the purge holds the queue's row
+    claim.go_on.set()  # the receive sweeps the outgoing queue, then waits for the queue's row
     await _until_waiting(database_url, 1, purging, receiving)
-    go_on_locked.set()  # the purge's batch places the final receipt into the outgoing queue
+    lock.go_on.set()  # the purge's batch places the final receipt into the outgoing queue
     received, purged = await _within_limit(asyncio.gather(receiving, purging))
     assert [message.properties.body for message in received if isinstance(message, Message)] == [b"late"]
     assert purged == 1
