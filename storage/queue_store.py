@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.disposal import DisposalPolicy, Placement, Reason
@@ -53,19 +54,23 @@ class QueueStore(StoreBase):
     async def open_queue_manager(self, candidate: QueueManagerInfo) -> QueueManagerInfo:
         async with self._transaction() as connection:
             row = await self._manager_row(connection)
-            if row is None:
-                await connection.execute(
-                    sa.insert(queue_manager)
-                    .prefix_with("OR IGNORE", dialect="sqlite")
-                    .values(
-                        id=_MANAGER_ROW,
-                        guid=str(candidate.guid),
-                        quota_kb=candidate.quota_kb,
-                        throttled=candidate.throttled,
-                        counter=0,
-                        created_at=rows.to_us(datetime.now(UTC)),
-                    )
+            if row is None:  # the first start on this database, perhaps of several processes at once
+                values = {
+                    "id": _MANAGER_ROW,
+                    "guid": str(candidate.guid),
+                    "quota_kb": candidate.quota_kb,
+                    "throttled": candidate.throttled,
+                    "counter": 0,
+                    "created_at": rows.to_us(datetime.now(UTC)),
+                }
+                # Whoever inserts first names the queue manager; the others read its row. A plain
+                # INSERT failed the second of two processes started together on a fresh database.
+                created: sa.Insert = (
+                    sa.insert(queue_manager).prefix_with("OR IGNORE").values(values)
+                    if self._sqlite
+                    else postgresql.insert(queue_manager).values(values).on_conflict_do_nothing()
                 )
+                await connection.execute(created)
                 row = await self._manager_row(connection)
             assert row is not None
             info = rows.manager_from_row(row)
