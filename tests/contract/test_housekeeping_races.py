@@ -15,7 +15,6 @@ from qm.errors import MqError
 from qm.manager import QueueManager
 from qm.model import JournalFlags, Message, MessageProperties, QueueSettings
 from qm.reading import QueueReader, _parse_lock_tag
-from storage.message_store import ReceiveRequest
 from storage.store import SqlStore
 from tests.contract.support import counts
 from tests.contract.test_lock_order import (
@@ -23,7 +22,7 @@ from tests.contract.test_lock_order import (
     _postgres_only,
     _until_waiting,
     _within_limit,
-    pause_after,
+    receive_paused_after_its_claim,
 )
 from tests.contract.timer_support import DEADLETTER, everything
 
@@ -163,9 +162,7 @@ async def test_a_purge_and_a_receive_of_a_message_whose_lock_expired_under_a_pur
         await reader.end_lock(locked[1], commit=True)  # expired: purged now, as housekeeping would
     store = manager.store
     assert isinstance(store, SqlStore)
-    claim = pause_after(monkeypatch, store, "_delete_first")
-    receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(journaled, clock.now(), None)]))
-    await _within_limit(claim.reached.wait())
+    receiving, claim = await receive_paused_after_its_claim(monkeypatch, store, journaled, clock.now())
     purging = asyncio.create_task(other_process.purge_queue(PATH))
     await _until_waiting(database_url, 1, purging)
     claim.go_on.set()

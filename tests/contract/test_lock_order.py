@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 import anyio
@@ -18,7 +19,7 @@ import sqlalchemy as sa
 
 from qm.clock import SettableClock
 from qm.manager import QueueManager
-from qm.model import JournalFlags, Message, MessageProperties, QueueSettings
+from qm.model import JournalFlags, Message, MessageProperties, Queue, QueueSettings
 from qm.reading import QueueReader
 from storage.engine import make_engine
 from storage.message_store import ReceiveRequest
@@ -153,6 +154,18 @@ def pause_after(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> Pa
     return pause
 
 
+async def receive_paused_after_its_claim(
+    monkeypatch: pytest.MonkeyPatch, store: SqlStore, queue: Queue, now: datetime
+) -> tuple[asyncio.Task[list[Message | BaseException | None]], Pause]:
+    """A receive of the queue's first message as a transaction (a journaled queue, or a
+    message with consequences), stopped once its claim returned: it holds the message's row
+    and has not yet taken any queue's row."""
+    claim = pause_after(monkeypatch, store, "_delete_first")
+    receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(queue, now, None)]))
+    await _within_limit(claim.reached.wait())
+    return receiving, claim
+
+
 async def _within_limit(work: Awaitable[Result]) -> Result:
     return await asyncio.wait_for(work, WAIT_LIMIT_S)
 
@@ -212,9 +225,7 @@ async def test_a_purge_and_a_receive_holding_one_of_its_messages_do_not_deadlock
     await manager.send("private$/journaled", dead_letter)
     store = manager.store
     assert isinstance(store, SqlStore)
-    claim = pause_after(monkeypatch, store, "_delete_first")
-    receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(journaled, clock.now(), None)]))
-    await _within_limit(claim.reached.wait())
+    receiving, claim = await receive_paused_after_its_claim(monkeypatch, store, journaled, clock.now())
     purging = asyncio.create_task(store.purge_queue(journaled.id, clock.now()))
     await _until_waiting(database_url, 1, purging)
     claim.go_on.set()

@@ -15,9 +15,14 @@ from qm.manager import QueueManager
 from qm.model import JournalFlags, Message, MessageProperties, QueueSettings
 from qm.reading import QueueReader
 from qm.streams import StreamPosition
-from storage.message_store import ReceiveRequest
 from storage.store import SqlStore
-from tests.contract.test_lock_order import _postgres_only, _until_waiting, _within_limit, pause_after
+from tests.contract.test_lock_order import (
+    _postgres_only,
+    _until_waiting,
+    _within_limit,
+    pause_after,
+    receive_paused_after_its_claim,
+)
 from tests.contract.timer_support import everything
 
 pytestmark = pytest.mark.anyio
@@ -44,9 +49,7 @@ async def test_a_queue_deletion_and_a_receive_of_a_message_sent_after_its_hold_d
     await _within_limit(hold.reached.wait())
     await manager.send(PATH, MessageProperties(body=b"late", journal=DEAD))  # not held
     store = manager.store
-    claim = pause_after(monkeypatch, store, "_delete_first")
-    receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(journaled, clock.now(), None)]))
-    await _within_limit(claim.reached.wait())
+    receiving, claim = await receive_paused_after_its_claim(monkeypatch, store, journaled, clock.now())
     hold.go_on.set()  # the deletion locks the queue's row, then waits for the claimed message
     await _until_waiting(database_url, 1, deleting, receiving)
     claim.go_on.set()  # the receive's totals wait for the queue's row
@@ -93,9 +96,7 @@ async def test_a_purge_and_a_receive_earning_final_receipts_into_a_lower_outgoin
     purging = asyncio.create_task(other_process.purge_queue(PATH))
     await _within_limit(mark.reached.wait())
     assert await stream_message(2) is not None  # not marked: the receive may take it
-    claim = pause_after(monkeypatch, store, "_delete_first")
-    receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(orders, clock.now(), None)]))
-    await _within_limit(claim.reached.wait())
+    receiving, claim = await receive_paused_after_its_claim(monkeypatch, store, orders, clock.now())
     mark.go_on.set()
     await _within_limit(lock.reached.wait())  # the purge holds the queue's row
     claim.go_on.set()  # the receive sweeps the outgoing queue, then waits for the queue's row
