@@ -119,6 +119,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         messages.send_router,
         lookup.router,
         messages.router,
+        messages.locks_router,
         queue_manager.router,
         transactions.router,
         cursors.router,
