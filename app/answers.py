@@ -18,6 +18,9 @@ from app.schemas import MessageIn, MessageOut
 from qm.errors import MqErrorCode
 
 Responses = dict[int | str, dict[str, Any]]
+"""A route's `responses=`, as FastAPI takes it."""
+Success = dict[int, dict[str, Any]]
+"""Success answers by status."""
 PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 
 
@@ -48,7 +51,7 @@ class Problem:
 Problems = Problem | Iterable["Problems"]
 
 
-def answers(success: Responses, *problems: Problems, store: bool = True) -> Responses:
+def answers(success: Success, *problems: Problems, store: bool = True) -> Responses:
     """`responses=` of a route: its success answers, then its problems grouped by status.
     `store`: the operation reads or writes the message store, so it answers 503 when the store
     is unavailable."""
@@ -60,7 +63,10 @@ def answers(success: Responses, *problems: Problems, store: bool = True) -> Resp
         same = by_status.setdefault(int(problem.http_status), [])
         if problem not in same:
             same.append(problem)
-    return {**success, **{status: _problem_response(same) for status, same in sorted(by_status.items())}}
+    responses: Responses = {status: response for status, response in success.items()}
+    for status, same in sorted(by_status.items()):
+        responses[status] = _problem_response(same)
+    return responses
 
 
 def _flat(problems: Iterable[Problems]) -> Iterable[Problem]:
@@ -86,12 +92,12 @@ def _problem_response(problems: list[Problem]) -> dict[str, Any]:
     }
 
 
-def ok(value: Any, description: str = "Success", status: int = 200) -> Responses:
+def ok(value: Any, description: str = "Success", status: int = 200) -> Success:
     """A JSON success answer with its example (its schema comes from the route's return type)."""
     return {status: {"description": description, "content": {"application/json": {"example": value}}}}
 
 
-def done(description: str = "Done; no body") -> Responses:
+def done(description: str = "Done; no body") -> Success:
     return {204: {"description": description}}
 
 
@@ -232,7 +238,7 @@ def message_answer(example: Mapping[str, Any], raw_example: str = "order 2") -> 
     }
 
 
-NO_MESSAGE: Responses = {204: {"description": "No message arrived within timeout_ms (MQ_ERROR_IO_TIMEOUT)"}}
+NO_MESSAGE: Success = {204: {"description": "No message arrived within timeout_ms (MQ_ERROR_IO_TIMEOUT)"}}
 
 SEND_REQUEST: dict[str, Any] = {
     "parameters": SEND_HEADER_PARAMETERS,

@@ -119,7 +119,7 @@ def _restore_examples(document: dict[str, Any], routes: Iterable[BaseRoute]) -> 
     for route in routes:
         if not isinstance(route, APIRoute) or not route.include_in_schema:
             continue
-        for method in route.methods:
+        for method in route.methods or ():
             operation = document["paths"][route.path_format][method.lower()]
             declared = {str(status): response for status, response in route.responses.items()}
             _overlay_examples(operation["responses"], declared)

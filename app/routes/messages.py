@@ -34,7 +34,7 @@ LOCKED_EXAMPLE = MESSAGE_EXAMPLE | {
     "lock_tag": "72057594037927940-9f3c2b1a0d4e5f6a7b8c9d0e",
     "lock_expires_at": "2026-11-22T10:00:30Z",
 }
-RECEIVED: a.Responses = {
+RECEIVED: a.Success = {
     200: a.message_answer(MESSAGE_EXAMPLE)
     | {
         "description": "The message: JSON, or with `Accept: application/octet-stream` the raw body "

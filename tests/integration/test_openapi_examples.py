@@ -115,8 +115,8 @@ def violations(document: dict[str, Any]) -> list[str]:
         )
         try:
             errors = list(validator.iter_errors(example.value))
-        except Unresolvable as error:
-            found.append(f"{example.where}: its schema refers to nothing ({error.ref})")
+        except Unresolvable as unresolvable:
+            found.append(f"{example.where}: its schema refers to nothing ({unresolvable.ref})")
             continue
         if example.schema == NO_SCHEMA:
             found.append(f"{example.where}: an example without a schema")
