@@ -6,8 +6,12 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any
 
+import httpx
+import pytest
+
 from app.errors import PROBLEM_JSON, status_of
 from qm.errors import MqErrorCode
+from tests.integration.test_errors import FAILURES, concrete
 from tests.integration.test_openapi_drift import checked_in, operations
 
 E = MqErrorCode
@@ -152,3 +156,27 @@ def test_raw_answers_declare_their_x_msmq_headers() -> None:
                 assert {"X-Msmq-Lookup-Id", "X-Msmq-Message-Id", "X-Msmq-Label"} <= set(headers), (
                     f"{name} {status}"
                 )
+
+
+@pytest.mark.anyio
+async def test_every_failure_the_app_answers_is_declared(client: httpx.AsyncClient) -> None:
+    """Each operation's failing call of tests/integration/test_errors.py, made for real on each
+    store: the document declares the status it answers, with an example of its MQ_ERROR."""
+    document = checked_in()
+    undeclared = []
+    for (method, path), (extras, status, _mq_error) in sorted(FAILURES.items()):
+        if not status:
+            continue
+        answer = await client.request(method, concrete(path), **extras)
+        responses = document["paths"][path][method.lower()]["responses"]
+        declared = responses.get(str(answer.status_code), {}).get("content", {}).get(PROBLEM_JSON)
+        if declared is None:
+            undeclared.append(f"{method} {path}: {answer.status_code} is not declared")
+            continue
+        values = [named["value"] for named in declared.get("examples", {}).values()]
+        names = {value["mq_error"] for value in values + [declared.get("example", {})] if value}
+        if answer.json()["mq_error"] not in names:
+            undeclared.append(
+                f"{method} {path}: {answer.status_code} {answer.json()['mq_error']} has no example"
+            )
+    assert not undeclared, "\n".join(undeclared)
