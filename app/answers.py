@@ -196,9 +196,9 @@ def _header_schema(field: str) -> dict[str, Any]:
 
 MESSAGE_HEADERS: dict[str, dict[str, Any]] = {
     header_name(field): {
-        "description": f"Raw answers only: `{field}` "
-        + ("(percent-encoded UTF-8)" if _header_schema(field) == {"type": "string"} else "")
-        + f": {info.description}".rstrip(": "),
+        "description": f"Raw answers only: `{field}`"
+        + (" (percent-encoded UTF-8)" if _header_schema(field) == {"type": "string"} else "")
+        + f": {info.description}",
         "required": False,
         "schema": _header_schema(field),
     }

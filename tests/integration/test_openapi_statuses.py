@@ -174,7 +174,7 @@ async def test_every_failure_the_app_answers_is_declared(client: httpx.AsyncClie
             undeclared.append(f"{method} {path}: {answer.status_code} is not declared")
             continue
         values = [named["value"] for named in declared.get("examples", {}).values()]
-        names = {value["mq_error"] for value in values + [declared.get("example", {})] if value}
+        names = {value["mq_error"] for value in [*values, declared.get("example", {})] if value}
         if answer.json()["mq_error"] not in names:
             undeclared.append(
                 f"{method} {path}: {answer.status_code} {answer.json()['mq_error']} has no example"
