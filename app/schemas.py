@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bodies import FORMATS, decode_body
 from qm.model import (
     DEFAULT_PRIORITY,
     INFINITE,
@@ -174,6 +175,27 @@ def decode_base64(text: str) -> bytes:
         raise ValueError(f"not valid base64: {error}") from None
 
 
+class DecodedBodyOut(BaseModel):
+    """The body as the gateway reads it (docs/bodies.md): only with `decode=true`."""
+
+    format: Literal[FORMATS] = Field(  # type: ignore[valid-type]
+        description="`text`, `xml` (`value` is a JSON view, `text` the document), `json`, `nrbf` "
+        "(.NET binary serialization: the object graph), `variant` (a COM VARIANT value, `type` its "
+        "VT name), or `binary` (nothing recognised: `reason` says why)"
+    )
+    type: str | None = Field(description="What was recognised: VT name, root class, root element")
+    encoding: str | None = Field(description="The text encoding read, `(BOM)` when a BOM said so")
+    value: Any = Field(description="JSON-compatible; 64-bit integers and decimals as strings")
+    text: str | None = Field(description="The body as text, where it is text (an XML document)")
+    headers: dict[str, str | None] | None = Field(
+        description="Headers of a recognised envelope (NServiceBus's ArrayOfHeaderInfo in the "
+        "Extension, a SOAP envelope's header blocks)"
+    )
+    envelope: Literal["nservicebus", "soap"] | None
+    reason: str | None = Field(description="Why the body is `binary`")
+    warnings: list[str] = Field(description="What could not be read beside the body (bad headers)")
+
+
 class MessageOut(BaseModel):
     lookup_id: str = Field(description="64-bit lookup ID as a decimal string")
     message_id: str = Field(description="`{GUID}\\sequence`")
@@ -205,24 +227,42 @@ class MessageOut(BaseModel):
     destination_queue: str | None = Field(description="For journal copies: the queue it was received from")
     lock_tag: str | None = Field(None, description="Two-phase read: commit or abort with this tag")
     lock_expires_at: datetime | None = None
+    decoded: DecodedBodyOut | None = Field(
+        None, description="Only when asked with `decode=true` (decoding costs CPU): the body decoded"
+    )
 
     @classmethod
-    def of(cls, message: Message, queue: str, lock_expires_at: datetime | None = None) -> MessageOut:
-        return cls.model_validate(message_fields(message, queue, None, lock_expires_at))
+    def of(cls, message: Message, queue: str, decode: bool = False) -> MessageOut:
+        return cls.model_validate(message_fields(message, queue, decode=decode))
 
 
 def message_fields(
-    message: Message, queue: str, lock_tag: str | None = None, lock_expires_at: datetime | None = None
+    message: Message,
+    queue: str,
+    lock_tag: str | None = None,
+    lock_expires_at: datetime | None = None,
+    decode: bool = False,
 ) -> dict[str, Any]:
     """MessageOut's fields in its order. The hot routes serialize this dict as it is: our own
-    values need no validation, and pydantic writes the same JSON for it as for the model."""
+    values need no validation, and pydantic writes the same JSON for it as for the model.
+    `decoded` is there only when asked for."""
     body = message.properties.body
-    return {
+    fields = {
         **_heading_fields(message, queue),
         "body": _text_or_none(body),
         "body_base64": base64.b64encode(body).decode(),
         **_described_fields(message, lock_tag, lock_expires_at),
     }
+    if decode:
+        fields["decoded"] = decoded_fields(message)
+    return fields
+
+
+def decoded_fields(message: Message) -> dict[str, Any]:
+    properties = message.properties
+    return decode_body(
+        properties.body_type, properties.body, properties.extension, properties.label
+    ).as_json()
 
 
 def header_fields(
