@@ -7,9 +7,10 @@ import binascii
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from bodies import FORMATS, decode_body
+from bodies.encode import EncodeError, activex, dotnet_xml_string, vt_number
 from qm.model import (
     DEFAULT_PRIORITY,
     INFINITE,
@@ -128,10 +129,32 @@ class MessageIn(Strict):
     delivery: DeliveryName = "recoverable"
     time_to_be_received: int = Field(INFINITE, description=f"Seconds; {INFINITE} = INFINITE")
     time_to_reach_queue: int = Field(INFINITE, description=f"Seconds; {INFINITE} = INFINITE")
+    format: Literal["raw", "dotnet-xml-string", "activex"] = Field(
+        "raw",
+        description="`raw` (default): the body as given, with `body_type`. `dotnet-xml-string`: `body` "
+        "as XmlMessageFormatter writes a string (BodyType 0). `activex`: `value` (or `body` for "
+        "text) as the VARIANT type `vt`, as ActiveXMessageFormatter and COM senders write it; "
+        "the BodyType is `vt` (docs/bodies.md)",
+    )
+    vt: str | int | None = Field(
+        None,
+        description="With `activex`: VT_BSTR, VT_LPWSTR, VT_LPSTR, VT_I1…VT_UI8, VT_R4, VT_R8, "
+        "VT_BOOL, VT_CY, VT_DATE, VT_CLSID or VT_UI1|VT_VECTOR (base64), or its number",
+    )
+    value: str | int | float | bool | None = Field(
+        None, description="With `activex`: the value (64-bit integers and VT_CY may be decimal text)"
+    )
+    _encoded: tuple[bytes, int] | None = PrivateAttr(None)
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"body": "order 1", "label": "new order", "priority": 5}]},
+        json_schema_extra={
+            "examples": [
+                {"body": "order 1", "label": "new order", "priority": 5},
+                {"body": "order 1", "format": "dotnet-xml-string"},
+                {"format": "activex", "vt": "VT_I4", "value": 42},
+            ]
+        },
     )
 
     @field_validator("body_base64", "correlation_id", "extension_base64")
@@ -145,14 +168,46 @@ class MessageIn(Strict):
     def _one_body(self) -> MessageIn:
         if self.body is not None and self.body_base64 is not None:
             raise ValueError("give either body or body_base64, not both")
+        if self.format != "raw":
+            self._encoded = self._formatted()
+        elif self.vt is not None or self.value is not None:
+            raise ValueError("vt and value are for format activex")
         return self
 
+    def _formatted(self) -> tuple[bytes, int]:
+        """(body, BodyType) of a dotnet-xml-string or activex send; ValueError when it cannot be."""
+        if self.body_base64 is not None:
+            raise ValueError(f"format {self.format} takes body (or value), not body_base64")
+        if self.body_type != 0:
+            raise ValueError(f"format {self.format} sets the body type itself: leave body_type out")
+        try:
+            if self.format == "dotnet-xml-string":
+                if self.vt is not None or self.value is not None:
+                    raise EncodeError("vt and value are for format activex")
+                return dotnet_xml_string(self.body or ""), 0
+            if self.vt is None:
+                raise EncodeError("format activex needs vt")
+            if self.body is not None and self.value is not None:
+                raise EncodeError("give either body or value, not both")
+            vt = vt_number(self.vt)
+            return activex(vt, self.value if self.value is not None else self.body), vt
+        except EncodeError as error:
+            raise ValueError(str(error)) from None
+
     def properties(self) -> MessageProperties:
-        body = decode_base64(self.body_base64) if self.body_base64 is not None else (self.body or "").encode()
+        if self._encoded is not None:
+            body, body_type = self._encoded
+        else:
+            raw = (
+                decode_base64(self.body_base64)
+                if self.body_base64 is not None
+                else (self.body or "").encode()
+            )
+            body, body_type = raw, self.body_type
         return MessageProperties(
             body=body,
             label=self.label,
-            body_type=self.body_type,
+            body_type=body_type,
             priority=self.priority,
             message_class=self.message_class,
             correlation_id=None if self.correlation_id is None else decode_base64(self.correlation_id),
