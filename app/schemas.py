@@ -287,8 +287,10 @@ class MessageOut(BaseModel):
     )
 
     @classmethod
-    def of(cls, message: Message, queue: str, decode: bool = False) -> MessageOut:
-        return cls.model_validate(message_fields(message, queue, decode=decode))
+    def of(
+        cls, message: Message, queue: str, lock_expires_at: datetime | None = None, decode: bool = False
+    ) -> MessageOut:
+        return cls.model_validate(message_fields(message, queue, None, lock_expires_at, decode))
 
 
 def message_fields(

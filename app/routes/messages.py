@@ -93,7 +93,7 @@ async def browse(
 ) -> MessagePage:
     found = await gateway.reader.browse(path, parse_lookup_id(after), limit)
     queue = canonical_queue(gateway, path)
-    page = [MessageOut.of(message, queue, decode) for message in found]
+    page = [MessageOut.of(message, queue, decode=decode) for message in found]
     return MessagePage(messages=page, next_after=page[-1].lookup_id if len(page) == limit else None)
 
 
