@@ -283,7 +283,9 @@ class MessageOut(BaseModel):
     lock_tag: str | None = Field(None, description="Two-phase read: commit or abort with this tag")
     lock_expires_at: datetime | None = None
     decoded: DecodedBodyOut | None = Field(
-        None, description="Only when asked with `decode=true` (decoding costs CPU): the body decoded"
+        None,
+        description="Only when asked with `decode=true` (decoding costs CPU): the body decoded",
+        exclude_if=lambda value: value is None,  # absent, as message_fields leaves it, unless asked for
     )
 
     @classmethod
