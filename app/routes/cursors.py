@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response, status
 
 from app.docs import CURSOR_EXAMPLE, INVALID_HANDLE, MESSAGE_RESPONSES, NO_CONTENT, example
-from app.gateway import GatewayDep, TimeoutMs, TransactionParam, check_wait
-from app.http import message_response
+from app.gateway import DECODE, GatewayDep, TimeoutMs, TransactionParam, check_wait
+from app.http import decode_requested, message_response
 from app.schemas import CursorCreate, CursorOut
 from qm.model import Message
 
@@ -49,6 +49,7 @@ async def close_cursor(cursor_id: str, gateway: GatewayDep) -> None:
     "/{cursor_id}/current",
     summary="Peek current (positions an unpositioned cursor)",
     responses=MESSAGE_RESPONSES,
+    dependencies=[DECODE],
 )
 async def peek_current(
     cursor_id: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0
@@ -57,7 +58,12 @@ async def peek_current(
     return await _respond(request, gateway, cursor_id, message)
 
 
-@router.get("/{cursor_id}/next", summary="Peek next: move forward and peek", responses=MESSAGE_RESPONSES)
+@router.get(
+    "/{cursor_id}/next",
+    summary="Peek next: move forward and peek",
+    responses=MESSAGE_RESPONSES,
+    dependencies=[DECODE],
+)
 async def peek_next(
     cursor_id: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0
 ) -> Response:
@@ -69,6 +75,7 @@ async def peek_next(
     "/{cursor_id}/receive",
     summary="Receive current, then move to the next message",
     responses=MESSAGE_RESPONSES,
+    dependencies=[DECODE],
 )
 async def receive_current(
     cursor_id: str,
@@ -87,4 +94,4 @@ async def _respond(
     if message is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
     _record, queue = await gateway.cursors.describe(cursor_id)
-    return message_response(request, message, queue.path.url_path)
+    return message_response(request, message, queue.path.url_path, decode=decode_requested(request))

@@ -17,6 +17,7 @@ from app.docs import (
     problem_example,
 )
 from app.gateway import (
+    DecodeParam,
     Gateway,
     GatewayDep,
     TimeoutMs,
@@ -88,10 +89,11 @@ async def browse(
     gateway: GatewayDep,
     after: Annotated[str, Query(description="Lookup ID to continue after (keyset pagination)")] = "0",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    decode: DecodeParam = False,
 ) -> MessagePage:
     found = await gateway.reader.browse(path, parse_lookup_id(after), limit)
     queue = canonical_queue(gateway, path)
-    page = [MessageOut.of(message, queue) for message in found]
+    page = [MessageOut.of(message, queue, decode=decode) for message in found]
     return MessagePage(messages=page, next_after=page[-1].lookup_id if len(page) == limit else None)
 
 
@@ -119,6 +121,7 @@ async def receive(
             'answer is then always JSON `{"messages": [...]}`. Not with a transaction or two_phase.',
         ),
     ] = None,
+    decode: DecodeParam = False,
 ) -> Response:
     gateway = gateway_of(request)
     wait = check_wait(gateway, timeout_ms)
@@ -129,13 +132,13 @@ async def receive(
                 MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
                 "max_messages is for plain receives: not with a transaction or two_phase",
             )
-        return await _receive_batch(request, gateway, path, wait, max_messages, queue)
+        return await _receive_batch(request, gateway, path, wait, max_messages, queue, decode)
     if two_phase:
-        return await _receive_locked(path, request, gateway, wait, transaction, lock_timeout_ms)
+        return await _receive_locked(path, request, gateway, wait, transaction, lock_timeout_ms, decode)
     message = await _receive_while_connected(request, gateway, path, wait, transaction)
     if message is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return message_response(request, message, queue)
+    return message_response(request, message, queue, decode=decode)
 
 
 async def _receive_while_connected(
@@ -149,12 +152,12 @@ async def _receive_while_connected(
 
 
 async def _receive_batch(
-    request: Request, gateway: Gateway, path: str, wait: int, max_messages: int, queue: str
+    request: Request, gateway: Gateway, path: str, wait: int, max_messages: int, queue: str, decode: bool
 ) -> Response:
     taken = await gateway.reader.receive_many(path, wait, max_messages, HangUp(request))
     if not taken:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return json_response({"messages": [message_fields(message, queue) for message in taken]})
+    return json_response({"messages": [message_fields(message, queue, decode=decode) for message in taken]})
 
 
 class HangUp:
@@ -180,7 +183,13 @@ class HangUp:
 
 
 async def _receive_locked(
-    path: str, request: Request, gateway: Gateway, wait: int, transaction: str | None, lock_ms: int | None
+    path: str,
+    request: Request,
+    gateway: Gateway,
+    wait: int,
+    transaction: str | None,
+    lock_ms: int | None,
+    decode: bool,
 ) -> Response:
     if transaction is not None:
         raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, "a two-phase read does not take a transaction")
@@ -191,7 +200,7 @@ async def _receive_locked(
     message, tag = locked
     seconds = lock_seconds or gateway.settings.default_lock_timeout_s
     expires = gateway.manager.clock.now() + timedelta(seconds=seconds)
-    return message_response(request, message, canonical_queue(gateway, path), tag, expires)
+    return message_response(request, message, canonical_queue(gateway, path), tag, expires, decode)
 
 
 @router.get(
@@ -199,12 +208,14 @@ async def _receive_locked(
     summary="Peek at the first message (waits up to timeout_ms)",
     responses=MESSAGE_RESPONSES,
 )
-async def peek(path: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0) -> Response:
+async def peek(
+    path: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0, decode: DecodeParam = False
+) -> Response:
     queue = canonical_queue(gateway, path)
     message = await gateway.reader.peek(path, check_wait(gateway, timeout_ms))
     if message is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return message_response(request, message, queue)
+    return message_response(request, message, queue, decode=decode)
 
 
 @router.post(
