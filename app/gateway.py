@@ -72,6 +72,24 @@ TransactionParam = Annotated[
 ]
 
 
+DecodeParam = Annotated[
+    bool,
+    Query(
+        description="Include `decoded`: the body as the gateway reads it (XML, JSON, .NET binary "
+        "serialization, COM VARIANT values, NServiceBus headers; docs/bodies.md). Costs CPU: off by default"
+    ),
+]
+
+
+def _decode_param(decode: DecodeParam = False) -> bool:
+    return decode
+
+
+DECODE = Depends(_decode_param)
+"""For routes that answer messages through `message_response`: declares (and validates) `decode`,
+which `app.http.decode_requested` reads."""
+
+
 def check_wait(gateway: Gateway, timeout_ms: int) -> int:
     if timeout_ms > gateway.settings.max_wait_ms:
         raise MqError(

@@ -180,16 +180,26 @@ def json_response(content: object, status_code: int = 200) -> Response:
     return Response(to_json(content), status_code=status_code, media_type="application/json")
 
 
+_TRUE = frozenset(("true", "1", "yes", "on", "t", "y"))
+
+
+def decode_requested(request: Request) -> bool:
+    """`decode=true` (validated by the route's declared parameter, which pydantic reads)."""
+    return request.query_params.get("decode", "").lower() in _TRUE
+
+
 def message_response(
     request: Request,
     message: Message,
     queue: str,
     lock_tag: str | None = None,
     lock_expires_at: datetime | None = None,
+    decode: bool = False,
 ) -> Response:
-    """200 with the message as JSON (`MessageOut`), or raw with `Accept: application/octet-stream`."""
+    """200 with the message as JSON (`MessageOut`, with `decoded` when asked for), or raw with
+    `Accept: application/octet-stream` (the body as it is: never decoded)."""
     if not wants_raw(request):
-        return json_response(message_fields(message, queue, lock_tag, lock_expires_at))
+        return json_response(message_fields(message, queue, lock_tag, lock_expires_at, decode))
     response = Response(message.properties.body, media_type=OCTET_STREAM)
     # The X-Msmq-* headers go before the two Starlette adds (Content-Length, Content-Type), where
     # it puts headers given to it; given as ASGI bytes at once, not lower-cased and encoded again.

@@ -7,8 +7,10 @@ import binascii
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from bodies import FORMATS, decode_body
+from bodies.encode import EncodeError, activex, dotnet_xml_string, vt_number
 from qm.model import (
     DEFAULT_PRIORITY,
     INFINITE,
@@ -145,10 +147,32 @@ class MessageIn(Strict):
     time_to_reach_queue: int = Field(
         INFINITE, description=f"Seconds to reach the queue; {INFINITE} = INFINITE"
     )
+    format: Literal["raw", "dotnet-xml-string", "activex"] = Field(
+        "raw",
+        description="`raw` (default): the body as given, with `body_type`. `dotnet-xml-string`: `body` "
+        "as XmlMessageFormatter writes a string (BodyType 0). `activex`: `value` (or `body` for "
+        "text) as the VARIANT type `vt`, as ActiveXMessageFormatter and COM senders write it; "
+        "the BodyType is `vt` (docs/bodies.md)",
+    )
+    vt: str | int | None = Field(
+        None,
+        description="With `activex`: VT_BSTR, VT_LPWSTR, VT_LPSTR, VT_I1…VT_UI8, VT_R4, VT_R8, "
+        "VT_BOOL, VT_CY, VT_DATE, VT_CLSID or VT_UI1|VT_VECTOR (base64), or its number",
+    )
+    value: str | int | float | bool | None = Field(
+        None, description="With `activex`: the value (64-bit integers and VT_CY may be decimal text)"
+    )
+    _encoded: tuple[bytes, int] | None = PrivateAttr(None)
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"body": "order 1", "label": "new order", "priority": 5}]},
+        json_schema_extra={
+            "examples": [
+                {"body": "order 1", "label": "new order", "priority": 5},
+                {"body": "order 1", "format": "dotnet-xml-string"},
+                {"format": "activex", "vt": "VT_I4", "value": 42},
+            ]
+        },
     )
 
     @field_validator("body_base64", "correlation_id", "extension_base64")
@@ -162,14 +186,46 @@ class MessageIn(Strict):
     def _one_body(self) -> MessageIn:
         if self.body is not None and self.body_base64 is not None:
             raise ValueError("give either body or body_base64, not both")
+        if self.format != "raw":
+            self._encoded = self._formatted()
+        elif self.vt is not None or self.value is not None:
+            raise ValueError("vt and value are for format activex")
         return self
 
+    def _formatted(self) -> tuple[bytes, int]:
+        """(body, BodyType) of a dotnet-xml-string or activex send; ValueError when it cannot be."""
+        if self.body_base64 is not None:
+            raise ValueError(f"format {self.format} takes body (or value), not body_base64")
+        if self.body_type != 0:
+            raise ValueError(f"format {self.format} sets the body type itself: leave body_type out")
+        try:
+            if self.format == "dotnet-xml-string":
+                if self.vt is not None or self.value is not None:
+                    raise EncodeError("vt and value are for format activex")
+                return dotnet_xml_string(self.body or ""), 0
+            if self.vt is None:
+                raise EncodeError("format activex needs vt")
+            if self.body is not None and self.value is not None:
+                raise EncodeError("give either body or value, not both")
+            vt = vt_number(self.vt)
+            return activex(vt, self.value if self.value is not None else self.body), vt
+        except EncodeError as error:
+            raise ValueError(str(error)) from None
+
     def properties(self) -> MessageProperties:
-        body = decode_base64(self.body_base64) if self.body_base64 is not None else (self.body or "").encode()
+        if self._encoded is not None:
+            body, body_type = self._encoded
+        else:
+            raw = (
+                decode_base64(self.body_base64)
+                if self.body_base64 is not None
+                else (self.body or "").encode()
+            )
+            body, body_type = raw, self.body_type
         return MessageProperties(
             body=body,
             label=self.label,
-            body_type=self.body_type,
+            body_type=body_type,
             priority=self.priority,
             message_class=self.message_class,
             correlation_id=None if self.correlation_id is None else decode_base64(self.correlation_id),
@@ -190,6 +246,29 @@ def decode_base64(text: str) -> bytes:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as error:
         raise ValueError(f"not valid base64: {error}") from None
+
+
+class DecodedBodyOut(BaseModel):
+    """The body as the gateway reads it (docs/bodies.md): only with `decode=true`."""
+
+    format: Literal[FORMATS] = Field(  # type: ignore[valid-type]
+        description="`text`, `xml` (`value` is a JSON view, `text` the document), `json`, `nrbf` "
+        "(.NET binary serialization: the object graph), `variant` (a COM VARIANT value, `type` its "
+        "VT name), or `binary` (nothing recognised: `reason` says why)"
+    )
+    type: str | None = Field(description="What was recognised: VT name, root class, root element")
+    encoding: str | None = Field(description="The text encoding read, `(BOM)` when a BOM said so")
+    value: Any = Field(description="JSON-compatible; 64-bit integers and decimals as strings")
+    text: str | None = Field(description="The body as text, where it is text (an XML document)")
+    headers: dict[str, str | None] | None = Field(
+        description="Headers of a recognised envelope (NServiceBus's ArrayOfHeaderInfo in the "
+        "Extension, a SOAP envelope's header blocks)"
+    )
+    envelope: Literal["nservicebus", "soap"] | None = Field(
+        description="The envelope recognised around the body, if any"
+    )
+    reason: str | None = Field(description="Why the body is `binary`")
+    warnings: list[str] = Field(description="What could not be read beside the body (bad headers)")
 
 
 class MessageOut(BaseModel):
@@ -229,24 +308,46 @@ class MessageOut(BaseModel):
     lock_expires_at: datetime | None = Field(
         None, description="Two-phase read: when the lock ends by itself and the message goes back"
     )
+    decoded: DecodedBodyOut | None = Field(
+        None,
+        description="Only when asked with `decode=true` (decoding costs CPU): the body decoded",
+        exclude_if=lambda value: value is None,  # absent, as message_fields leaves it, unless asked for
+    )
 
     @classmethod
-    def of(cls, message: Message, queue: str, lock_expires_at: datetime | None = None) -> MessageOut:
-        return cls.model_validate(message_fields(message, queue, None, lock_expires_at))
+    def of(
+        cls, message: Message, queue: str, lock_expires_at: datetime | None = None, decode: bool = False
+    ) -> MessageOut:
+        return cls.model_validate(message_fields(message, queue, None, lock_expires_at, decode))
 
 
 def message_fields(
-    message: Message, queue: str, lock_tag: str | None = None, lock_expires_at: datetime | None = None
+    message: Message,
+    queue: str,
+    lock_tag: str | None = None,
+    lock_expires_at: datetime | None = None,
+    decode: bool = False,
 ) -> dict[str, Any]:
     """MessageOut's fields in its order. The hot routes serialize this dict as it is: our own
-    values need no validation, and pydantic writes the same JSON for it as for the model."""
+    values need no validation, and pydantic writes the same JSON for it as for the model.
+    `decoded` is there only when asked for."""
     body = message.properties.body
-    return {
+    fields = {
         **_heading_fields(message, queue),
         "body": _text_or_none(body),
         "body_base64": base64.b64encode(body).decode(),
         **_described_fields(message, lock_tag, lock_expires_at),
     }
+    if decode:
+        fields["decoded"] = decoded_fields(message)
+    return fields
+
+
+def decoded_fields(message: Message) -> dict[str, Any]:
+    properties = message.properties
+    return decode_body(
+        properties.body_type, properties.body, properties.extension, properties.label
+    ).as_json()
 
 
 def header_fields(

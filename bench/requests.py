@@ -53,8 +53,14 @@ def rest_send(queue: str, payload: bytes | None = None, express: bool = False) -
     return request_bytes("POST", f"/api/queues/{queue}/messages", payload or body(), headers)
 
 
-def rest_receive(queue: str, timeout_ms: int = 0, max_messages: int = 1) -> bytes:
+def rest_receive(queue: str, timeout_ms: int = 0, max_messages: int = 1, decode: bool | None = None) -> bytes:
+    """`decode` None: the raw answer; False or True: the JSON answer without or with `decoded`."""
     query = f"timeout_ms={timeout_ms}"
+    if decode is not None:
+        query += "&decode=true" if decode else ""
+        return request_bytes(
+            "POST", f"/api/queues/{queue}/receive?{query}", b"", {"Accept": "application/json"}
+        )
     if max_messages > 1:
         query += f"&max_messages={max_messages}"
         return request_bytes(

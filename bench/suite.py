@@ -13,6 +13,7 @@ from typing import Any
 
 from bench import requests as rq
 from bench.ceiling import run_ceiling
+from bench.decode_bench import decode_rows
 from bench.harness import Database, Gateway, client_cpu_seconds, migrate, settle
 from bench.http_load import (
     Connection,
@@ -56,7 +57,7 @@ WORKERS = 2
 """`serve --workers` for the rows that show what both cores of the machine give."""
 
 Row = dict[str, Any]
-SCENARIOS = frozenset({"ceiling", "srmp", "rest", "e2e", "latency", "depth"})
+SCENARIOS = frozenset({"ceiling", "srmp", "rest", "decode", "e2e", "latency", "depth"})
 
 
 _created = itertools.count(1)
@@ -140,6 +141,7 @@ class StoreRun:
         for name, scenario in (
             ("srmp", self.srmp_send),
             ("rest", self.rest_send_receive),
+            ("decode", self.decode),
             ("e2e", self.end_to_end),
             ("latency", self.latency),
             ("depth", self.depth),
@@ -197,13 +199,32 @@ class StoreRun:
 
             await self.measured(f"REST receive x{batch}", concurrency, receive)
 
+    async def decode(self) -> None:
+        """The body decoder on one core (in this process), then a JSON receive without and with
+        `decode=true`, same run, same stock."""
+        for row in decode_rows(self.profile.seconds / 3):
+            self.row(row.pop("scenario"), "-", None, **row)
+        for decode in (False, True):
+
+            async def receive(gateway: Gateway, d: bool = decode) -> LoadResult:
+                stock = self.profile.receive_stock
+                return await self.receive_from_stock(gateway, "rest-decode", stock, 1, 16, d)
+
+            await self.measured("REST receive JSON" + (" decode=true" if decode else ""), 16, receive)
+
     async def receive_from_stock(
-        self, gateway: Gateway, name: str, stock: int, batch: int, concurrency: int
+        self,
+        gateway: Gateway,
+        name: str,
+        stock: int,
+        batch: int,
+        concurrency: int,
+        decode: bool | None = None,
     ) -> LoadResult:
         """Receive (timeout 0) for the scenario's duration from a queue holding `stock` messages."""
         queue = create_queue(gateway, name)
         seed_depth(self.database, queue.removeprefix("private$/"), stock)
-        requests = repeat(rq.rest_receive(queue, 0, batch), 10**9)
+        requests = repeat(rq.rest_receive(queue, 0, batch, decode), 10**9)
         return await closed_loop(
             gateway.port, concurrency, requests, rq.received_count, stock, self.profile.seconds
         )

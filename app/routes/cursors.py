@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request, Response, status
 
 from app import answers as a
 from app.docs import CURSOR_EXAMPLE, MESSAGE_EXAMPLE
-from app.gateway import GatewayDep, TimeoutMs, TransactionParam, check_wait
-from app.http import message_response
+from app.gateway import DECODE, GatewayDep, TimeoutMs, TransactionParam, check_wait
+from app.http import decode_requested, message_response
 from app.schemas import CursorCreate, CursorOut
 from qm.model import Message
 
@@ -57,6 +57,7 @@ async def close_cursor(cursor_id: str, gateway: GatewayDep) -> None:
     "/{cursor_id}/current",
     summary="Peek current (positions an unpositioned cursor)",
     responses=a.answers(MESSAGE, a.INVALID_PARAMETER, OPEN_CURSOR, a.LOCKED, a.ALREADY_RECEIVED),
+    dependencies=[DECODE],
 )
 async def peek_current(
     cursor_id: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0
@@ -69,6 +70,7 @@ async def peek_current(
     "/{cursor_id}/next",
     summary="Peek next: move forward and peek",
     responses=a.answers(MESSAGE, a.INVALID_PARAMETER, OPEN_CURSOR, a.ILLEGAL_CURSOR_ACTION),
+    dependencies=[DECODE],
 )
 async def peek_next(
     cursor_id: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0
@@ -83,6 +85,7 @@ async def peek_next(
     responses=a.answers(
         MESSAGE, a.INVALID_PARAMETER, OPEN_CURSOR, a.IN_TRANSACTION, a.LOCKED, a.ALREADY_RECEIVED
     ),
+    dependencies=[DECODE],
 )
 async def receive_current(
     cursor_id: str,
@@ -101,4 +104,4 @@ async def _respond(
     if message is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
     _record, queue = await gateway.cursors.describe(cursor_id)
-    return message_response(request, message, queue.path.url_path)
+    return message_response(request, message, queue.path.url_path, decode=decode_requested(request))

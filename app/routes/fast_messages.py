@@ -79,9 +79,10 @@ OPERATIONS: dict[Callable[..., Any], tuple[Endpoint, dict[str, Reader]]] = {
             "two_phase": _flag,
             "lock_timeout_ms": _count(1),
             "max_messages": _count(1, messages.MAX_BATCH),
+            "decode": _flag,
         },
     ),
-    messages.peek: (_peek, {"timeout_ms": _count(0)}),
+    messages.peek: (_peek, {"timeout_ms": _count(0), "decode": _flag}),
 }
 
 

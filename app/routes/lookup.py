@@ -11,13 +11,13 @@ from fastapi import APIRouter, Query, Request, Response
 
 from app import answers as a
 from app.docs import MESSAGE_EXAMPLE
-from app.gateway import GatewayDep, TransactionParam, canonical_queue, parse_lookup_id
-from app.http import message_response
+from app.gateway import DECODE, GatewayDep, TransactionParam, canonical_queue, parse_lookup_id
+from app.http import decode_requested, message_response
 from app.schemas import decode_base64
 from qm.errors import MqError, MqErrorCode
 from qm.store import Seek
 
-router = APIRouter(prefix="/api/queues/{path:path}/messages", tags=["lookup"])
+router = APIRouter(prefix="/api/queues/{path:path}/messages", tags=["lookup"], dependencies=[DECODE])
 
 FOUND = {200: a.message_answer(MESSAGE_EXAMPLE)}
 PEEKED = a.answers(FOUND, a.INVALID_PARAMETER, a.QUEUE_PATH, a.MESSAGE_NOT_FOUND)
@@ -45,7 +45,7 @@ async def _lookup(
 ) -> Response:
     queue = canonical_queue(gateway, path)
     message = await gateway.reader.by_lookup_id(path, seek, lookup_id, receive, transaction)
-    return message_response(request, message, queue)
+    return message_response(request, message, queue, decode=decode_requested(request))
 
 
 @router.get("/first", summary="Peek at the first message", responses=PEEKED)
@@ -78,7 +78,7 @@ async def peek_by_id(
 ) -> Response:
     queue = canonical_queue(gateway, path)
     message = await gateway.reader.by_message_id(path, message_id=message_id)
-    return message_response(request, message, queue)
+    return message_response(request, message, queue, decode=decode_requested(request))
 
 
 @router.post("/by-id/receive", summary="Receive the message with this message ID", responses=RECEIVED)
@@ -93,7 +93,7 @@ async def receive_by_id(
     message = await gateway.reader.by_message_id(
         path, message_id=message_id, receive=True, transaction=transaction
     )
-    return message_response(request, message, queue)
+    return message_response(request, message, queue, decode=decode_requested(request))
 
 
 @router.get(
@@ -106,7 +106,7 @@ async def peek_by_correlation(
 ) -> Response:
     queue = canonical_queue(gateway, path)
     message = await gateway.reader.by_message_id(path, correlation_id=_correlation(correlation_id))
-    return message_response(request, message, queue)
+    return message_response(request, message, queue, decode=decode_requested(request))
 
 
 @router.post(
@@ -125,7 +125,7 @@ async def receive_by_correlation(
     message = await gateway.reader.by_message_id(
         path, correlation_id=_correlation(correlation_id), receive=True, transaction=transaction
     )
-    return message_response(request, message, queue)
+    return message_response(request, message, queue, decode=decode_requested(request))
 
 
 def _correlation(text: str) -> bytes:

@@ -11,6 +11,7 @@ from app import answers as a
 from app.docs import MESSAGE_EXAMPLE, SENT_EXAMPLE
 from app.gateway import (
     LOOKUP_ID_PATTERN,
+    DecodeParam,
     Gateway,
     GatewayDep,
     TimeoutMs,
@@ -119,10 +120,11 @@ async def browse(
         ),
     ] = "0",
     limit: Annotated[int, Query(ge=1, le=1000, description="At most this many messages")] = 100,
+    decode: DecodeParam = False,
 ) -> MessagePage:
     found = await gateway.reader.browse(path, parse_lookup_id(after), limit)
     queue = canonical_queue(gateway, path)
-    page = [MessageOut.of(message, queue) for message in found]
+    page = [MessageOut.of(message, queue, decode=decode) for message in found]
     return MessagePage(messages=page, next_after=page[-1].lookup_id if len(page) == limit else None)
 
 
@@ -150,6 +152,7 @@ async def receive(
             'answer is then always JSON `{"messages": [...]}`. Not with a transaction or two_phase.',
         ),
     ] = None,
+    decode: DecodeParam = False,
 ) -> Response:
     gateway = gateway_of(request)
     wait = check_wait(gateway, timeout_ms)
@@ -160,13 +163,13 @@ async def receive(
                 MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
                 "max_messages is for plain receives: not with a transaction or two_phase",
             )
-        return await _receive_batch(request, gateway, path, wait, max_messages, queue)
+        return await _receive_batch(request, gateway, path, wait, max_messages, queue, decode)
     if two_phase:
-        return await _receive_locked(path, request, gateway, wait, transaction, lock_timeout_ms)
+        return await _receive_locked(path, request, gateway, wait, transaction, lock_timeout_ms, decode)
     message = await _receive_while_connected(request, gateway, path, wait, transaction)
     if message is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return message_response(request, message, queue)
+    return message_response(request, message, queue, decode=decode)
 
 
 async def _receive_while_connected(
@@ -180,12 +183,12 @@ async def _receive_while_connected(
 
 
 async def _receive_batch(
-    request: Request, gateway: Gateway, path: str, wait: int, max_messages: int, queue: str
+    request: Request, gateway: Gateway, path: str, wait: int, max_messages: int, queue: str, decode: bool
 ) -> Response:
     taken = await gateway.reader.receive_many(path, wait, max_messages, HangUp(request))
     if not taken:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return json_response({"messages": [message_fields(message, queue) for message in taken]})
+    return json_response({"messages": [message_fields(message, queue, decode=decode) for message in taken]})
 
 
 class HangUp:
@@ -211,7 +214,13 @@ class HangUp:
 
 
 async def _receive_locked(
-    path: str, request: Request, gateway: Gateway, wait: int, transaction: str | None, lock_ms: int | None
+    path: str,
+    request: Request,
+    gateway: Gateway,
+    wait: int,
+    transaction: str | None,
+    lock_ms: int | None,
+    decode: bool,
 ) -> Response:
     if transaction is not None:
         raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, "a two-phase read does not take a transaction")
@@ -222,7 +231,7 @@ async def _receive_locked(
     message, tag = locked
     seconds = lock_seconds or gateway.settings.default_lock_timeout_s
     expires = gateway.manager.clock.now() + timedelta(seconds=seconds)
-    return message_response(request, message, canonical_queue(gateway, path), tag, expires)
+    return message_response(request, message, canonical_queue(gateway, path), tag, expires, decode)
 
 
 @router.get(
@@ -232,12 +241,14 @@ async def _receive_locked(
         {200: a.message_answer(MESSAGE_EXAMPLE), **a.NO_MESSAGE}, a.INVALID_PARAMETER, a.QUEUE_PATH
     ),
 )
-async def peek(path: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0) -> Response:
+async def peek(
+    path: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0, decode: DecodeParam = False
+) -> Response:
     queue = canonical_queue(gateway, path)
     message = await gateway.reader.peek(path, check_wait(gateway, timeout_ms))
     if message is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
-    return message_response(request, message, queue)
+    return message_response(request, message, queue, decode=decode)
 
 
 LOCK_ENDS = (a.NOT_A_LOCK_TAG, a.LOCK_NOT_HELD, a.LOCK_GONE)

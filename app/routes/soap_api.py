@@ -20,6 +20,7 @@ from app.errors import HTTP_STATUS, HttpMqError
 from app.gateway import Gateway, GatewayDep, canonical_queue, check_wait
 from app.http import read_capped
 from app.routes.messages import _receive_while_connected
+from app.schemas import decoded_fields
 from qm.errors import MqError, MqErrorCode
 from qm.store import Seek
 from soap.service import (
@@ -152,7 +153,9 @@ async def _message_call(
             message = await gateway.reader.by_lookup_id(
                 call.queue, seek, call.lookup_id, call.receive, call.transaction
             )
-    return {"message": None if message is None else message_values(message, queue)}
+    if message is None:
+        return {"message": None}
+    return {"message": message_values(message, queue, decoded_fields(message) if call.decode else None)}
 
 
 def _check_body_size(call: calls.Send, max_body_bytes: int) -> None:

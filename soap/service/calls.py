@@ -31,6 +31,7 @@ class Receive:
     queue: str
     timeout_ms: int = 0
     transaction: str | None = None
+    decode: bool = False
     operation = "Receive"
 
 
@@ -38,6 +39,7 @@ class Receive:
 class Peek:
     queue: str
     timeout_ms: int = 0
+    decode: bool = False
     operation = "Peek"
 
 
@@ -48,6 +50,7 @@ class ByLookupId:
     lookup_id: int
     receive: bool
     transaction: str | None = None
+    decode: bool = False
 
     @property
     def operation(self) -> str:

@@ -230,7 +230,12 @@ def _by_lookup_id(receive: bool) -> Callable[[Values], calls.Call]:
                 MqErrorCode.MQ_ERROR_INSUFFICIENT_PROPERTIES, f"action {action.value} needs a <lookupId>"
             )
         return calls.ByLookupId(
-            values["queue"], action, values.get("lookupId", 0), receive, values.get("transaction")
+            values["queue"],
+            action,
+            values.get("lookupId", 0),
+            receive,
+            values.get("transaction"),
+            values.get("decode", False),
         )
 
     return build
@@ -238,8 +243,10 @@ def _by_lookup_id(receive: bool) -> Callable[[Values], calls.Call]:
 
 _BUILDERS: dict[str, Callable[[Values], calls.Call]] = {
     "Send": lambda v: calls.Send(v["queue"], _properties(v["message"]), v.get("transaction")),
-    "Receive": lambda v: calls.Receive(v["queue"], v.get("timeout", 0), v.get("transaction")),
-    "Peek": lambda v: calls.Peek(v["queue"], v.get("timeout", 0)),
+    "Receive": lambda v: calls.Receive(
+        v["queue"], v.get("timeout", 0), v.get("transaction"), v.get("decode", False)
+    ),
+    "Peek": lambda v: calls.Peek(v["queue"], v.get("timeout", 0), v.get("decode", False)),
     "ReceiveByLookupId": _by_lookup_id(receive=True),
     "PeekByLookupId": _by_lookup_id(receive=False),
     "CreateQueue": lambda v: calls.CreateQueue(v["path"], _settings(v)),

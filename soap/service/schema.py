@@ -107,6 +107,26 @@ _MAY_BE_ABSENT = frozenset({"correlationId", "responseQueue", "adminQueue"})
 OUTGOING_MESSAGE = Complex(
     "OutgoingMessage", _SENDABLE, "A message to send; every property is optional, as in MQSendMessage."
 )
+HEADER = Complex(
+    "Header",
+    (Field("key", STRING, True), Field("value", STRING, doc="Absent for a header without a value")),
+    "One header of a recognised envelope.",
+)
+DECODED_BODY = Complex(
+    "DecodedBody",
+    (
+        Field("format", STRING, True, doc="text, xml, json, nrbf, variant or binary (docs/bodies.md)"),
+        Field("type", STRING, doc="What was recognised: VT name, NRBF root class, XML root element"),
+        Field("encoding", STRING, doc="The text encoding read"),
+        Field("value", STRING, doc="The decoded value as JSON text (as REST's decoded.value)"),
+        Field("text", STRING, doc="The body as text, where it is text"),
+        Field("envelope", STRING, doc="nservicebus or soap, when headers were recognised"),
+        Field("header", HEADER, repeated=True, doc="The envelope's headers"),
+        Field("reason", STRING, doc="Why the format is binary"),
+        Field("warning", STRING, repeated=True, doc="What could not be read beside the body"),
+    ),
+    "A body as the gateway reads it: only when the call asks with <decode>true</decode>.",
+)
 MESSAGE = Complex(
     "Message",
     (
@@ -125,6 +145,7 @@ MESSAGE = Complex(
         Field("lastInTransaction", BOOLEAN, True, doc="PROPID_M_LAST_IN_XACT"),
         Field("abortCount", UNSIGNED_INT, True, doc="PROPID_M_ABORT_COUNT"),
         Field("destinationQueue", STRING, doc="For dead-letter and journal copies: where it was sent"),
+        Field("decoded", DECODED_BODY, doc="The body decoded; only when the call asked with <decode>"),
     ),
     "A message read from a queue; timeToBeReceived is what remains of it.",
 )
@@ -175,7 +196,7 @@ MQ_ERROR = Complex(
     ),
     "The detail of every fault: MSMQ's error name and code.",
 )
-COMPLEX_TYPES = (OUTGOING_MESSAGE, MESSAGE, QUEUE, TRANSACTION, MQ_ERROR)
+COMPLEX_TYPES = (OUTGOING_MESSAGE, HEADER, DECODED_BODY, MESSAGE, QUEUE, TRANSACTION, MQ_ERROR)
 ENUMERATIONS = (DELIVERY, LOOKUP_ACTION, QUEUE_KIND)
 
 # -- operations -------------------------------------------------------------------------
@@ -184,6 +205,7 @@ _QUEUE_ARGUMENT = Field("queue", STRING, True, doc="Path name or format name of 
 _PATH_ARGUMENT = Field("path", STRING, True, doc="Path name, e.g. private$/orders")
 _TIMEOUT = Field("timeout", UNSIGNED_INT, doc="Milliseconds to wait; 0 (default) = do not wait")
 _TRANSACTION_ARGUMENT = Field("transaction", STRING, doc="ID from BeginTransaction, or `single`")
+_DECODE = Field("decode", BOOLEAN, doc="true: the message's <decoded> body too (costs CPU); default false")
 _LOOKUP_ARGUMENTS = (
     _QUEUE_ARGUMENT,
     Field("lookupId", UNSIGNED_LONG, doc="Required for current, next and previous; 0 or absent otherwise"),
@@ -208,25 +230,25 @@ OPERATIONS = (
     Operation(
         "Receive",
         "MQReceiveMessage, MQ_ACTION_RECEIVE: remove the first message, waiting up to the timeout.",
-        (_QUEUE_ARGUMENT, _TIMEOUT, _TRANSACTION_ARGUMENT),
+        (_QUEUE_ARGUMENT, _TIMEOUT, _TRANSACTION_ARGUMENT, _DECODE),
         _MESSAGE_OR_NOTHING,
     ),
     Operation(
         "Peek",
         "MQReceiveMessage, MQ_ACTION_PEEK_CURRENT: the first message, left in place.",
-        (_QUEUE_ARGUMENT, _TIMEOUT),
+        (_QUEUE_ARGUMENT, _TIMEOUT, _DECODE),
         _MESSAGE_OR_NOTHING,
     ),
     Operation(
         "ReceiveByLookupId",
         "MQReceiveMessageByLookupId, MQ_LOOKUP_RECEIVE_*: never waits; MQ_ERROR_MESSAGE_NOT_FOUND.",
-        (*_LOOKUP_ARGUMENTS, _TRANSACTION_ARGUMENT),
+        (*_LOOKUP_ARGUMENTS, _TRANSACTION_ARGUMENT, _DECODE),
         _ONE_MESSAGE,
     ),
     Operation(
         "PeekByLookupId",
         "MQReceiveMessageByLookupId, MQ_LOOKUP_PEEK_*: never waits; MQ_ERROR_MESSAGE_NOT_FOUND.",
-        _LOOKUP_ARGUMENTS,
+        (*_LOOKUP_ARGUMENTS, _DECODE),
         _ONE_MESSAGE,
     ),
     Operation(

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from qm.model import Delivery, Message, Queue
 
 
-def message_values(message: Message, queue: str) -> dict[str, Any]:
+def message_values(message: Message, queue: str, decoded: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The Message type's values; `decoded` is bodies' DecodedBody as JSON, when asked for."""
     properties = message.properties
-    return {
+    values = {
         "lookupId": message.lookup_id,
         "messageId": message.message_id,
         "queue": queue,
@@ -37,6 +40,25 @@ def message_values(message: Message, queue: str) -> dict[str, Any]:
         "lastInTransaction": message.last_in_transaction,
         "abortCount": message.abort_count,
         "destinationQueue": message.destination_queue,
+    }
+    if decoded is not None:
+        values["decoded"] = decoded_values(decoded)
+    return values
+
+
+def decoded_values(decoded: Mapping[str, Any]) -> dict[str, Any]:
+    """DecodedBody's values: the value as JSON text, headers as key/value pairs."""
+    headers = decoded.get("headers") or {}
+    return {
+        "format": decoded["format"],
+        "type": decoded.get("type"),
+        "encoding": decoded.get("encoding"),
+        "value": None if decoded.get("value") is None else json.dumps(decoded["value"], ensure_ascii=False),
+        "text": decoded.get("text"),
+        "envelope": decoded.get("envelope"),
+        "header": [{"key": key, "value": value} for key, value in headers.items()],
+        "reason": decoded.get("reason"),
+        "warning": list(decoded.get("warnings") or ()),
     }
 
 

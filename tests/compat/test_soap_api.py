@@ -339,3 +339,15 @@ def test_a_hand_written_request_with_unqualified_children_works(gateway: Gateway
 def test_other_methods_are_not_soap_calls(gateway: Gateway) -> None:
     assert gateway.http.put("/soap", content=b"").status_code == 405
     assert gateway.http.get("/soap").headers["content-type"] == "text/xml; charset=utf-8"
+
+
+def test_decode_is_asked_for_and_answered_with_the_decoded_body(gateway: Gateway) -> None:
+    service = gateway.service
+    path = new_queue(gateway)
+    service.Send(queue=path, message={"body": "Grüße".encode("utf-16-le"), "bodyType": 8})
+    assert service.Peek(queue=path).decoded is None
+    decoded = service.Peek(queue=path, decode=True).decoded
+    assert (decoded.format, decoded.type, decoded.value) == ("variant", "VT_BSTR", '"Grüße"')
+    first = service.PeekByLookupId(queue=path, action="first", decode=True)
+    assert first.decoded.text == "Grüße"
+    assert service.Receive(queue=path, decode=True).decoded.encoding == "utf-16-le"

@@ -275,3 +275,27 @@ def test_a_transactional_message_purged_at_the_destination_lands_in_the_senders_
     assert dead["message_class"] == 0xC001  # MQMSG_CLASS_NACK_Q_PURGED
     assert (dead["message_id"], dead["body"]) == (sent.json()["message_id"], "purged at B")
     assert pair.outgoing_of_a()[key]["message_count"] == 0
+
+
+@pytest.mark.parametrize(
+    ("message", "body_type", "value"),
+    [
+        ({"format": "dotnet-xml-string", "body": "for .NET"}, 0, {"string": "for .NET"}),
+        ({"format": "activex", "vt": "VT_BSTR", "body": "for COM"}, 8, "for COM"),
+        ({"format": "activex", "vt": "VT_I4", "value": 4711}, 3, 4711),
+        ({"format": "activex", "vt": "VT_UI1|VT_VECTOR", "value": "AAEC"}, 4113, "AAEC"),
+    ],
+)
+def test_bodies_in_dotnet_formats_arrive_decodable(
+    pair: Pair, message: dict[str, Any], body_type: int, value: Any
+) -> None:
+    label = f"formatted {message['format']} {message.get('vt', '')}"
+    pair.send_from_a("private$/orders", label=label, **message)
+
+    def arrived() -> dict[str, Any] | None:
+        response = pair.b.api.get("/api/queues/private$/orders/messages", params={"decode": "true"})
+        return only(response.json()["messages"], label)
+
+    message_at_b = eventually(arrived, "arrival at B")
+    assert message_at_b["body_type"] == body_type
+    assert message_at_b["decoded"]["value"] == value
