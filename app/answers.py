@@ -194,6 +194,8 @@ def _header_schema(field: str) -> dict[str, Any]:
     return {"type": "string"}
 
 
+NOT_IN_HEADERS = ("body", "body_base64", "decoded")
+"""MessageOut's fields a raw answer does not carry in headers: it carries the body as it is."""
 MESSAGE_HEADERS: dict[str, dict[str, Any]] = {
     header_name(field): {
         "description": f"Raw answers only: `{field}`"
@@ -203,7 +205,7 @@ MESSAGE_HEADERS: dict[str, dict[str, Any]] = {
         "schema": _header_schema(field),
     }
     for field, info in MessageOut.model_fields.items()
-    if field not in ("body", "body_base64")
+    if field not in NOT_IN_HEADERS
 }
 """The message's properties in `X-Msmq-*` headers of a raw answer (`app.http.message_response`);
 empty and null ones are left out, so none is required."""
