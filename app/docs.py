@@ -1,8 +1,14 @@
-"""OpenAPI fragments shared by several routes: examples of messages and problems."""
+"""Example values of the OpenAPI document shared by several routes, and the SOAP API's examples."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
+
+from soap.build import build_request
+from soap.envelope import Msmq, Path, Properties, Services, SrmpEnvelope
+from soap.ids import MessageId
+from soap.times import SrmpTime
 
 MESSAGE_EXAMPLE: dict[str, Any] = {
     "lookup_id": "72057594037927940",
@@ -38,70 +44,6 @@ MESSAGE_EXAMPLE: dict[str, Any] = {
 }
 
 
-def problem_example(name: str, code: str, status: int, detail: str) -> dict[str, Any]:
-    return {
-        "description": name,
-        "content": {
-            "application/problem+json": {
-                "example": {
-                    "type": f"urn:msmq-gateway:error:{name}",
-                    "title": name,
-                    "status": status,
-                    "detail": detail,
-                    "mq_error": name,
-                    "mq_error_code": code,
-                }
-            }
-        },
-    }
-
-
-_MESSAGE_200: dict[str, Any] = {
-    "description": "The message: JSON, or with `Accept: application/octet-stream` the raw body "
-    "with its properties in `X-Msmq-*` headers",
-    "content": {
-        "application/json": {
-            "schema": {"$ref": "#/components/schemas/MessageOut"},
-            "example": MESSAGE_EXAMPLE,
-        },
-        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}, "example": "order 2"},
-    },
-}
-
-MESSAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: _MESSAGE_200,
-    204: {"description": "No message arrived within timeout_ms (MQ_ERROR_IO_TIMEOUT)"},
-    404: problem_example("MQ_ERROR_QUEUE_NOT_FOUND", "0xC00E0003", 404, "no queue private$/orders"),
-}
-
-LOOKUP_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: _MESSAGE_200,
-    404: problem_example(
-        "MQ_ERROR_MESSAGE_NOT_FOUND", "0xC00E0088", 404, "private$/orders: no next message to lookup ID 5"
-    ),
-}
-
-SEND_BODY: dict[str, Any] = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {"$ref": "#/components/schemas/MessageIn"},
-                "example": {"body": "order 1", "label": "new order", "priority": 5},
-            },
-            "application/octet-stream": {
-                "schema": {"type": "string", "format": "binary"},
-                "example": "raw body bytes; properties in X-Msmq-Label, X-Msmq-Priority, ...",
-            },
-        },
-    }
-}
-
-
-def example(value: Any, description: str = "Success") -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"example": value}}}
-
-
 QUEUE_EXAMPLE: dict[str, Any] = {
     "path": "private$/orders",
     "pathname": "private$\\orders",
@@ -118,22 +60,6 @@ QUEUE_EXAMPLE: dict[str, Any] = {
     "message_count": 3,
     "byte_count": 21,
 }
-QUEUE_NOT_FOUND = problem_example("MQ_ERROR_QUEUE_NOT_FOUND", "0xC00E0003", 404, "no queue private$/orders")
-ILLEGAL_PATH = problem_example(
-    "MQ_ERROR_ILLEGAL_QUEUE_PATHNAME",
-    "0xC00E0014",
-    400,
-    "'bad,name': the queue name contains the character ','",
-)
-TRANSACTION_SEQUENCE = problem_example(
-    "MQ_ERROR_TRANSACTION_SEQUENCE",
-    "0xC00E0051",
-    409,
-    "no active transaction '3f…' (unknown, finished, or timed out)",
-)
-INVALID_HANDLE = problem_example(
-    "MQ_ERROR_INVALID_HANDLE", "0xC00E0007", 404, "no open cursor '9c…' (closed or idle too long)"
-)
 TRANSACTION_EXAMPLE = {
     "id": "3f2b8c1d9e0a4b5c6d7e8f9012345678",
     "created_at": "2026-11-22T10:00:00Z",
@@ -141,7 +67,7 @@ TRANSACTION_EXAMPLE = {
 }
 CURSOR_EXAMPLE = {
     "id": "9c1e2f3a4b5c6d7e8f901234",
-    "queue_id": 4,
+    "queue": "private$/orders",
     "state": "on-message",
     "lookup_id": "72057594037927938",
     "expires_at": "2026-11-22T10:05:00Z",
@@ -161,7 +87,6 @@ SENT_EXAMPLE = {
     "priority": 6,
     "transaction": None,
 }
-NO_CONTENT = {"description": "Done; no body"}
 
 OUTGOING_QUEUE_EXAMPLE = {
     "id": 7,
@@ -245,3 +170,23 @@ name="MsmqGateway">
   </wsdl:service>
 </wsdl:definitions>
 """
+
+
+# -- SRMP (/msmq/{path}) ------------------------------------------------------------------
+
+
+def _srmp_request() -> str:
+    """A recoverable message as a Windows sender POSTs it (the product's own builder frames it)."""
+    sender = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+    sent, expires = SrmpTime.from_epoch(1795860000), SrmpTime.from_epoch(1795863600)
+    envelope = SrmpEnvelope(
+        path=Path(action="MSMQ:new order", to="http://gw01/msmq/private$/orders", id=MessageId(sender, 1)),
+        properties=Properties(expires, sent),
+        services=Services(durable=True),
+        msmq=Msmq(message_class=0, priority=3, body_type=8, source_qm_guid=sender, ttrq=expires),
+        body=b"order 1",
+    )
+    return build_request(envelope)[1].decode()
+
+
+SRMP_REQUEST_EXAMPLE = _srmp_request()

@@ -37,8 +37,13 @@ HTTP_STATUS: dict[MqErrorCode, HTTPStatus] = {
 """Codes not listed are caller errors: 400 Bad Request."""
 
 
+def status_of(code: MqErrorCode) -> HTTPStatus:
+    """The HTTP status of an MQ_ERROR code (the OpenAPI document declares the same)."""
+    return HTTP_STATUS.get(code, HTTPStatus.BAD_REQUEST)
+
+
 def problem(error: MqError, status: HTTPStatus | None = None) -> JSONResponse:
-    status = status or HTTP_STATUS.get(error.code, HTTPStatus.BAD_REQUEST)
+    status = status or status_of(error.code)
     return JSONResponse(
         {
             "type": f"urn:msmq-gateway:error:{error.code.name}",

@@ -106,6 +106,10 @@ def canonical_queue(gateway: Gateway, path: str) -> str:
     return gateway.manager.resolve(path).url_path
 
 
+LOOKUP_ID_PATTERN = "^[0-9]{1,20}$"
+"""How the OpenAPI document describes a lookup ID in a URL; `parse_lookup_id` decides."""
+
+
 def parse_lookup_id(text: str) -> int:
     if not text.isdigit() or int(text) >= 1 << 64:
         raise MqError(

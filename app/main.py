@@ -22,6 +22,7 @@ from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
 from app.routes import (
     cursors,
+    docs_ui,
     fast_messages,
     lookup,
     messages,
@@ -105,7 +106,14 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
             await wakeups.close()
             await store.close()
 
-    app = FastAPI(title="msmq-gateway", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(
+        title="msmq-gateway",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,  # served by docs_ui from the package's own assets
+        redoc_url=None,
+    )
     errors.install(app)
     # Inside the SRMP layer (the last added is the outermost): a virtual directory named like
     # the REST prefix keeps taking those requests, as before. Its check costs under a microsecond.
@@ -119,6 +127,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         messages.send_router,
         lookup.router,
         messages.router,
+        messages.locks_router,
         queue_manager.router,
         transactions.router,
         cursors.router,
@@ -128,6 +137,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         outgoing.router,
         srmp.router,
         soap_api.router,
+        docs_ui.router,
     ):
         add_routes(app, router)
     queues.register_item_routes(app.router)

@@ -37,12 +37,16 @@ class Strict(BaseModel):
 
 class QueueCreate(Strict):
     path: str = Field(description="`private$/name`, `private$\\name` or a public `name`")
-    label: str = Field("", max_length=124)
-    transactional: bool = False
-    quota_kb: Uint32 = Field(INFINITE, description=f"Kilobytes; {INFINITE} = unlimited")
+    label: str = Field("", max_length=124, description="PROPID_Q_LABEL, at most 124 characters")
+    transactional: bool = Field(False, description="Fixed at creation (PROPID_Q_TRANSACTION)")
+    quota_kb: Uint32 = Field(INFINITE, description=f"Queue quota in kilobytes; {INFINITE} = unlimited")
     journal: bool = Field(False, description="Copy every received message to the queue's journal")
-    journal_quota_kb: Uint32 = INFINITE
-    base_priority: int = Field(0, ge=-32768, le=32767)
+    journal_quota_kb: Uint32 = Field(
+        INFINITE, description=f"Quota of the queue's journal in kilobytes; {INFINITE} = unlimited"
+    )
+    base_priority: int = Field(
+        0, ge=-32768, le=32767, description="PROPID_Q_BASEPRIORITY; stored only, it does not reorder messages"
+    )
 
     model_config = ConfigDict(
         extra="forbid",
@@ -61,11 +65,13 @@ class QueueCreate(Strict):
 
 
 class QueueUpdate(Strict):
-    label: str | None = Field(None, max_length=124)
-    quota_kb: Uint32 | None = None
-    journal: bool | None = None
-    journal_quota_kb: Uint32 | None = None
-    base_priority: int | None = Field(None, ge=-32768, le=32767)
+    """Only the fields given change; `transactional` is fixed at creation."""
+
+    label: str | None = Field(None, max_length=124, description="New label, at most 124 characters")
+    quota_kb: Uint32 | None = Field(None, description=f"New quota in kilobytes; {INFINITE} = unlimited")
+    journal: bool | None = Field(None, description="Turn journaling of received messages on or off")
+    journal_quota_kb: Uint32 | None = Field(None, description="New quota of the journal in kilobytes")
+    base_priority: int | None = Field(None, ge=-32768, le=32767, description="New base priority")
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"quota_kb": 10240}]})
 
@@ -76,18 +82,20 @@ class QueueUpdate(Strict):
 class QueueOut(BaseModel):
     path: str = Field(description="The form used in URLs, e.g. `private$/orders`")
     pathname: str = Field(description="MSMQ's path name, e.g. `private$\\orders`")
-    kind: Literal["public", "private", "system", "outgoing"]
-    is_journal: bool
-    label: str
-    transactional: bool
-    quota_kb: int
-    journal: bool
-    journal_quota_kb: int
-    base_priority: int
-    created_at: datetime
-    modified_at: datetime
-    message_count: int
-    byte_count: int
+    kind: Literal["public", "private", "system", "outgoing"] = Field(
+        description="`outgoing`: the sending side of a remote queue (see /api/outgoing-queues)"
+    )
+    is_journal: bool = Field(description="A journal queue (`…;journal`)")
+    label: str = Field(description="PROPID_Q_LABEL")
+    transactional: bool = Field(description="Accepts only messages sent in a transaction")
+    quota_kb: int = Field(description=f"Queue quota in kilobytes; {INFINITE} = unlimited")
+    journal: bool = Field(description="Received messages are copied to the queue's journal")
+    journal_quota_kb: int = Field(description=f"Quota of the journal in kilobytes; {INFINITE} = unlimited")
+    base_priority: int = Field(description="PROPID_Q_BASEPRIORITY (stored only)")
+    created_at: datetime = Field(description="UTC (PROPID_Q_CREATE_TIME)")
+    modified_at: datetime = Field(description="UTC (PROPID_Q_MODIFY_TIME)")
+    message_count: int = Field(description="Messages stored in the queue")
+    byte_count: int = Field(description="Their bytes (body and extension): what quotas are checked against")
 
     @classmethod
     def of(cls, queue: Queue) -> QueueOut:
@@ -113,22 +121,32 @@ class QueueOut(BaseModel):
 class MessageIn(Strict):
     """A message to send. Give the body as `body` (text, sent as UTF-8) or `body_base64`."""
 
-    body: str | None = None
-    body_base64: str | None = None
+    body: str | None = Field(None, description="The body as text, stored as its UTF-8 bytes")
+    body_base64: str | None = Field(
+        None, description="The body in base64, for binary bodies; neither this nor `body`: an empty body"
+    )
     label: str = Field("", description=f"At most {MAX_LABEL_LENGTH} characters")
     priority: int = Field(DEFAULT_PRIORITY, description="0 (lowest) to 7; transactional sends get 0")
     body_type: int = Field(0, description="VARTYPE of the body, 0-65535 (reference §5.7)")
     message_class: int = Field(MessageClass.NORMAL, description="0-65535")
     correlation_id: str | None = Field(None, description="20 bytes, base64")
     app_specific: int = Field(0, description="Unsigned 32-bit")
-    extension_base64: str | None = None
+    extension_base64: str | None = Field(
+        None, description="PROPID_M_EXTENSION in base64; its bytes count against quotas"
+    )
     response_queue: str | None = Field(None, description="Format name, stored as given")
     admin_queue: str | None = Field(None, description="Format name, stored as given")
     acknowledge: int = Field(0, description="MQMSG_ACKNOWLEDGMENT_* flags, 0-15")
     journal: int = Field(0, description="1 = MQMSG_DEADLETTER, 2 = MQMSG_JOURNAL")
-    delivery: DeliveryName = "recoverable"
-    time_to_be_received: int = Field(INFINITE, description=f"Seconds; {INFINITE} = INFINITE")
-    time_to_reach_queue: int = Field(INFINITE, description=f"Seconds; {INFINITE} = INFINITE")
+    delivery: DeliveryName = Field(
+        "recoverable", description="`recoverable`: on stable storage before the 201; `express`: cheaper"
+    )
+    time_to_be_received: int = Field(
+        INFINITE, description=f"Seconds from the send until it must be received; {INFINITE} = INFINITE"
+    )
+    time_to_reach_queue: int = Field(
+        INFINITE, description=f"Seconds to reach the queue; {INFINITE} = INFINITE"
+    )
     format: Literal["raw", "dotnet-xml-string", "activex"] = Field(
         "raw",
         description="`raw` (default): the body as given, with `body_type`. `dotnet-xml-string`: `body` "
@@ -246,7 +264,9 @@ class DecodedBodyOut(BaseModel):
         description="Headers of a recognised envelope (NServiceBus's ArrayOfHeaderInfo in the "
         "Extension, a SOAP envelope's header blocks)"
     )
-    envelope: Literal["nservicebus", "soap"] | None
+    envelope: Literal["nservicebus", "soap"] | None = Field(
+        description="The envelope recognised around the body, if any"
+    )
     reason: str | None = Field(description="Why the body is `binary`")
     warnings: list[str] = Field(description="What could not be read beside the body (bad headers)")
 
@@ -254,34 +274,40 @@ class DecodedBodyOut(BaseModel):
 class MessageOut(BaseModel):
     lookup_id: str = Field(description="64-bit lookup ID as a decimal string")
     message_id: str = Field(description="`{GUID}\\sequence`")
-    queue: str
-    label: str
+    queue: str = Field(description="The queue's path as URLs write it, e.g. `private$/orders`")
+    label: str = Field(description="PROPID_M_LABEL")
     body: str | None = Field(description="The body as text when it is valid UTF-8, else null")
-    body_base64: str
-    body_size: int
-    body_type: int
-    priority: int
-    message_class: int
-    message_class_name: str | None
+    body_base64: str = Field(description="The body in base64")
+    body_size: int = Field(description="Body length in bytes (PROPID_M_BODY_SIZE)")
+    body_type: int = Field(description="VARTYPE of the body, as sent (PROPID_M_BODY_TYPE)")
+    priority: int = Field(description="0 (lowest) to 7")
+    message_class: int = Field(
+        description="PROPID_M_CLASS; acknowledgments and dead letters carry what happened"
+    )
+    message_class_name: str | None = Field(description="`MQMSG_CLASS_…` for a known class, else null")
     correlation_id: str | None = Field(description="base64 of 20 bytes")
-    app_specific: int
-    extension_base64: str
-    response_queue: str | None
-    admin_queue: str | None
-    acknowledge: int
-    journal: int
-    delivery: DeliveryName
+    app_specific: int = Field(description="PROPID_M_APPSPECIFIC, unsigned 32-bit")
+    extension_base64: str = Field(description="PROPID_M_EXTENSION in base64; empty when there is none")
+    response_queue: str | None = Field(description="Format name, as sent")
+    admin_queue: str | None = Field(description="Format name of the acknowledgment queue, as sent")
+    acknowledge: int = Field(description="MQMSG_ACKNOWLEDGMENT_* flags, as sent")
+    journal: int = Field(description="1 = MQMSG_DEADLETTER, 2 = MQMSG_JOURNAL, as sent")
+    delivery: DeliveryName = Field(description="`recoverable` or `express`")
     time_to_be_received: int = Field(description="Seconds left to be received (INFINITE = 4294967295)")
-    time_to_reach_queue: int
-    sent_time: datetime
-    arrived_time: datetime
-    source_machine: str
-    first_in_transaction: bool
-    last_in_transaction: bool
-    abort_count: int
-    destination_queue: str | None = Field(description="For journal copies: the queue it was received from")
+    time_to_reach_queue: int = Field(description="Seconds, as sent (INFINITE = 4294967295)")
+    sent_time: datetime = Field(description="UTC (PROPID_M_SENTTIME)")
+    arrived_time: datetime = Field(description="UTC (PROPID_M_ARRIVEDTIME)")
+    source_machine: str = Field(description="GUID of the sending queue manager (PROPID_M_SRC_MACHINE_ID)")
+    first_in_transaction: bool = Field(description="The first message sent in its transaction")
+    last_in_transaction: bool = Field(description="The last message sent in its transaction")
+    abort_count: int = Field(description="How many transactions that received it were aborted")
+    destination_queue: str | None = Field(
+        description="On journal and dead-letter copies: MSMQ path name of the queue it was sent to; else null"
+    )
     lock_tag: str | None = Field(None, description="Two-phase read: commit or abort with this tag")
-    lock_expires_at: datetime | None = None
+    lock_expires_at: datetime | None = Field(
+        None, description="Two-phase read: when the lock ends by itself and the message goes back"
+    )
     decoded: DecodedBodyOut | None = Field(
         None,
         description="Only when asked with `decode=true` (decoding costs CPU): the body decoded",
@@ -395,16 +421,22 @@ def _class_name(value: int) -> str | None:
 
 
 class MessagePage(BaseModel):
-    messages: list[MessageOut]
+    messages: list[MessageOut] = Field(description="Available messages in queue order")
     next_after: str | None = Field(description="Pass as `after` for the next page; null at the end")
 
 
+class MessageBatch(BaseModel):
+    """What `receive?max_messages=N` answers: the messages removed, in queue order."""
+
+    messages: list[MessageOut] = Field(description="1 to max_messages messages, in queue order")
+
+
 class SentOut(BaseModel):
-    lookup_id: str
-    message_id: str
-    queue: str
-    priority: int
-    transaction: str | None
+    lookup_id: str = Field(description="64-bit lookup ID as a decimal string")
+    message_id: str = Field(description="`{GUID}\\sequence`")
+    queue: str = Field(description="The queue it was stored in (an outgoing queue for a remote destination)")
+    priority: int = Field(description="As stored: 0 for a transactional send")
+    transaction: str | None = Field(description="The transaction it was sent in; it appears at commit")
 
 
 def sent_fields(message: Message, queue: str, transaction: str | None) -> dict[str, Any]:
@@ -419,9 +451,9 @@ def sent_fields(message: Message, queue: str, transaction: str | None) -> dict[s
 
 
 class TransactionOut(BaseModel):
-    id: str
-    created_at: datetime
-    expires_at: datetime
+    id: str = Field(description="Pass as `transaction=` to send and receive inside it")
+    created_at: datetime = Field(description="UTC")
+    expires_at: datetime = Field(description="UTC; an unfinished transaction is aborted then")
 
     @classmethod
     def of(cls, record: TransactionRecord) -> TransactionOut:
@@ -435,11 +467,13 @@ class CursorCreate(Strict):
 
 
 class CursorOut(BaseModel):
-    id: str
-    queue: str
-    state: Literal["unpositioned", "on-message", "after-received"]
-    lookup_id: str | None
-    expires_at: datetime
+    id: str = Field(description="The cursor's handle")
+    queue: str = Field(description="Path of the queue it walks")
+    state: Literal["unpositioned", "on-message", "after-received"] = Field(
+        description="Where it rests: before the first message, on one, or after one it received"
+    )
+    lookup_id: str | None = Field(description="The lookup ID it rests on or after; null when unpositioned")
+    expires_at: datetime = Field(description="UTC; an idle cursor is closed then (each use extends it)")
 
     @classmethod
     def of(cls, record: CursorRecord, queue: str) -> CursorOut:
@@ -454,12 +488,12 @@ class CursorOut(BaseModel):
 
 
 class QueueManagerOut(BaseModel):
-    guid: str
-    quota_kb: int
-    throttled: bool
+    guid: str = Field(description="The queue manager's GUID: source_machine of the messages it sends")
+    quota_kb: int = Field(description=f"Machine quota in kilobytes over all queues; {INFINITE} = unlimited")
+    throttled: bool = Field(description="Sends are refused with MQ_ERROR_INSUFFICIENT_RESOURCES while true")
     journal_quota_kb: int = Field(description="Quota of the computer journal, system$;journal")
-    message_count: int
-    byte_count: int
+    message_count: int = Field(description="Messages stored in all queues")
+    byte_count: int = Field(description="Their bytes (body and extension)")
 
     @classmethod
     def of(cls, info: QueueManagerInfo) -> QueueManagerOut:
@@ -474,24 +508,29 @@ class QueueManagerOut(BaseModel):
 
 
 class QueueManagerUpdate(Strict):
-    quota_kb: Uint32 | None = None
-    throttled: bool | None = None
-    journal_quota_kb: Uint32 | None = None
+    """Only the fields given change."""
+
+    quota_kb: Uint32 | None = Field(None, description=f"Machine quota in kilobytes; {INFINITE} = unlimited")
+    throttled: bool | None = Field(None, description="Refuse every send (true) or accept them again")
+    journal_quota_kb: Uint32 | None = Field(None, description="Quota of the computer journal in kilobytes")
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"throttled": True}]})
 
 
 class OutgoingQueueOut(BaseModel):
-    id: int
+    id: int = Field(description="The outgoing queue's number in /api/outgoing-queues/{queue_id}")
     format_name: str = Field(description="`DIRECT=HTTP://host/msmq/...`: what applications send to")
-    url: str
-    state: OutgoingState
-    message_count: int
-    byte_count: int
+    url: str = Field(description="Where its messages are POSTed")
+    state: OutgoingState = Field(
+        description="`connected` (messages waiting, the destination answers), `idle` (none waiting), "
+        "`waiting-to-connect` (the last attempt failed; it retries at next_attempt_at) or `paused`"
+    )
+    message_count: int = Field(description="Messages waiting to be sent")
+    byte_count: int = Field(description="Their bytes (body and extension)")
     delivered_count: int = Field(description="Messages the destination took since the queue was created")
     attempts: int = Field(description="Failed attempts in a row (0 while the destination answers)")
-    last_error: str | None
-    last_attempt_at: datetime | None
+    last_error: str | None = Field(description="Why the last failed attempt failed; null after a delivery")
+    last_attempt_at: datetime | None = Field(description="UTC; null before the first attempt")
     next_attempt_at: datetime | None = Field(description="When a waiting queue tries again")
     owner: str | None = Field(
         description="The gateway process (`host:pid:tag`) sending this queue now; null when none is"

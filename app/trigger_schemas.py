@@ -23,23 +23,27 @@ class ConditionIn(Strict):
         description="contains, does_not_contain (label, body); equals, not_equal, greater_than, "
         "less_than (numbers); equals, not_equal (source_machine)"
     )
-    value: str | int
+    value: str | int = Field(description="Text to look for, or the number to compare with")
 
     def condition(self) -> Condition:
         return make_condition(self.property, self.operator, str(self.value))
 
 
 class ConditionOut(BaseModel):
-    property: str
-    operator: str
-    value: str
+    property: str = Field(description="The message property tested")
+    operator: str = Field(description="How it is compared")
+    value: str = Field(description="What it is compared with, as text")
 
 
 class ActionIn(Strict):
-    kind: Literal["webhook", "command"] = "webhook"
+    kind: Literal["webhook", "command"] = Field(
+        "webhook", description="`webhook` (an HTTP request) or `command` (a program, if enabled)"
+    )
     url: str = Field("", description="Webhook: http(s) URL within MSMQGW_TRIGGER_ALLOWED_URLS")
-    method: str = "POST"
-    headers: dict[str, str] = Field(default_factory=dict)
+    method: str = Field("POST", description="Webhook: the HTTP method")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Webhook: request headers; values may hold $MSG_* parameters"
+    )
     body_template: str | None = Field(
         None, description="With $MSG_* parameters; omitted: a JSON document of every parameter"
     )
@@ -59,34 +63,34 @@ class ActionIn(Strict):
 
 
 class ActionOut(BaseModel):
-    kind: str
-    url: str
-    method: str
-    headers: dict[str, str]
-    body_template: str | None
-    command: list[str]
+    kind: str = Field(description="`webhook` or `command`")
+    url: str = Field(description="Webhook: the URL; empty for a command")
+    method: str = Field(description="Webhook: the HTTP method")
+    headers: dict[str, str] = Field(description="Webhook: request headers")
+    body_template: str | None = Field(description="Webhook: the body with $MSG_* parameters; null: JSON")
+    command: list[str] = Field(description="Command: executable, then its arguments; empty for a webhook")
 
 
 class RuleIn(Strict):
-    name: str
-    description: str = ""
+    name: str = Field(description="Unique among rules")
+    description: str = Field("", description="Free text")
     conditions: list[ConditionIn | str] = Field(
         default_factory=list,
         description="All must hold (none: always fires); objects, or trigadm tokens such as "
         "`$MSG_LABEL_CONTAINS=marketing`",
     )
-    action: ActionIn
+    action: ActionIn = Field(description="What happens when every condition holds")
 
     def parsed_conditions(self) -> list[Condition]:
         return [parse_token(item) if isinstance(item, str) else item.condition() for item in self.conditions]
 
 
 class RuleOut(BaseModel):
-    id: str
-    name: str
-    description: str
-    conditions: list[ConditionOut]
-    action: ActionOut
+    id: str = Field(description="The rule's GUID")
+    name: str = Field(description="Unique among rules")
+    description: str = Field(description="Free text")
+    conditions: list[ConditionOut] = Field(description="All must hold; none: the rule always fires")
+    action: ActionOut = Field(description="What happens when the rule fires")
 
     @classmethod
     def of(cls, rule: Rule) -> RuleOut:
@@ -111,11 +115,15 @@ class RuleOut(BaseModel):
 
 
 class TriggerIn(Strict):
-    name: str
+    name: str = Field(description="Unique among triggers")
     queue: str = Field(description="The monitored queue: `private$/name`, a journal or dead-letter queue")
-    enabled: bool = True
+    enabled: bool = Field(True, description="A disabled trigger evaluates nothing")
     serialized: bool = Field(False, description="One message at a time in queue order")
-    processing: ProcessingName = "peek"
+    processing: ProcessingName = Field(
+        "peek",
+        description="`peek` (messages stay), `retrieval` (each is received after its rules ran) or "
+        "`transactional-retrieval` (received in a transaction; a transactional queue only)",
+    )
     rules: list[str] = Field(default_factory=list, description="Rule IDs or names, in evaluation order")
 
     def processing_type(self) -> ProcessingType:
@@ -127,18 +135,18 @@ class RulesIn(Strict):
 
 
 class AttachedRule(BaseModel):
-    id: str
-    name: str
+    id: str = Field(description="The rule's GUID")
+    name: str = Field(description="The rule's name")
 
 
 class TriggerOut(BaseModel):
-    id: str
-    name: str
-    queue: str
-    enabled: bool
-    serialized: bool
-    processing: str
-    rules: list[AttachedRule]
+    id: str = Field(description="The trigger's GUID")
+    name: str = Field(description="Unique among triggers")
+    queue: str = Field(description="The monitored queue")
+    enabled: bool = Field(description="A disabled trigger evaluates nothing")
+    serialized: bool = Field(description="One message at a time in queue order")
+    processing: str = Field(description="`peek`, `retrieval` or `transactional-retrieval`")
+    rules: list[AttachedRule] = Field(description="Attached rules in evaluation order")
 
     @classmethod
     def of(cls, trigger: Trigger, names: dict[str, str]) -> TriggerOut:
@@ -154,16 +162,16 @@ class TriggerOut(BaseModel):
 
 
 class InvocationOut(BaseModel):
-    id: int
-    at: datetime
-    rule_id: str
-    rule_name: str
-    lookup_id: str
-    message_id: str
+    id: int = Field(description="Position in the log; pass as `after` to read on")
+    at: datetime = Field(description="UTC")
+    rule_id: str = Field(description="The rule whose action ran")
+    rule_name: str = Field(description="Its name then")
+    lookup_id: str = Field(description="Lookup ID of the message, as a decimal string")
+    message_id: str = Field(description="`{GUID}\\sequence` of the message")
     outcome: str = Field(description="success, failure, or dead-lettered")
-    duration_ms: float
-    attempts: int
-    error: str | None
+    duration_ms: float = Field(description="How long the action took, all attempts together")
+    attempts: int = Field(description="How many times the action was tried")
+    error: str | None = Field(description="Why the last attempt failed; null on success")
 
     @classmethod
     def of(cls, entry: Invocation) -> InvocationOut:
@@ -182,5 +190,5 @@ class InvocationOut(BaseModel):
 
 
 class InvocationPage(BaseModel):
-    invocations: list[InvocationOut]
+    invocations: list[InvocationOut] = Field(description="Log entries after `after`, oldest first")
     next_after: int = Field(description="Pass as `after` to read the entries that follow")

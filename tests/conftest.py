@@ -18,6 +18,7 @@ from qm.wakeups import WakeUps
 from storage.engine import make_engine
 from storage.store import SqlStore
 from storage.wakeups import LocalWakeUps
+from tests.browser import chromium  # noqa: F401  (the fixture, for every test)
 from tests.databases import PostgresDatabases, SqliteDatabases, postgres_available
 
 STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]

@@ -4,20 +4,28 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response, status
 
-from app.docs import CURSOR_EXAMPLE, INVALID_HANDLE, MESSAGE_RESPONSES, NO_CONTENT, example
+from app import answers as a
+from app.docs import CURSOR_EXAMPLE, MESSAGE_EXAMPLE
 from app.gateway import DECODE, GatewayDep, TimeoutMs, TransactionParam, check_wait
 from app.http import decode_requested, message_response
 from app.schemas import CursorCreate, CursorOut
 from qm.model import Message
 
 router = APIRouter(prefix="/api/cursors", tags=["cursors"])
+OPEN_CURSOR = (a.NO_CURSOR, a.CURSOR_QUEUE_GONE)
+"""What naming a cursor can fail with: it is closed or expired, or its queue was deleted."""
+MESSAGE = {200: a.message_answer(MESSAGE_EXAMPLE), **a.NO_MESSAGE}
 
 
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
     summary="Open an unpositioned cursor on a queue",
-    responses={201: example(CURSOR_EXAMPLE | {"state": "unpositioned", "lookup_id": None}, "Opened")},
+    responses=a.answers(
+        a.ok(CURSOR_EXAMPLE | {"state": "unpositioned", "lookup_id": None}, "Opened", 201),
+        a.INVALID_PARAMETER,
+        a.QUEUE_PATH,
+    ),
 )
 async def open_cursor(body: CursorCreate, gateway: GatewayDep) -> CursorOut:
     opened = await gateway.cursors.open(body.queue)
@@ -28,7 +36,7 @@ async def open_cursor(body: CursorCreate, gateway: GatewayDep) -> CursorOut:
 @router.get(
     "/{cursor_id}",
     summary="Show where a cursor rests",
-    responses={200: example(CURSOR_EXAMPLE), 404: INVALID_HANDLE},
+    responses=a.answers(a.ok(CURSOR_EXAMPLE), OPEN_CURSOR),
 )
 async def get_cursor(cursor_id: str, gateway: GatewayDep) -> CursorOut:
     record, queue = await gateway.cursors.describe(cursor_id)
@@ -39,7 +47,7 @@ async def get_cursor(cursor_id: str, gateway: GatewayDep) -> CursorOut:
     "/{cursor_id}",
     status_code=204,
     summary="Close a cursor",
-    responses={204: NO_CONTENT, 404: INVALID_HANDLE},
+    responses=a.answers(a.done("Closed"), a.NO_CURSOR),
 )
 async def close_cursor(cursor_id: str, gateway: GatewayDep) -> None:
     await gateway.cursors.close(cursor_id)
@@ -48,7 +56,7 @@ async def close_cursor(cursor_id: str, gateway: GatewayDep) -> None:
 @router.get(
     "/{cursor_id}/current",
     summary="Peek current (positions an unpositioned cursor)",
-    responses=MESSAGE_RESPONSES,
+    responses=a.answers(MESSAGE, a.INVALID_PARAMETER, OPEN_CURSOR, a.LOCKED, a.ALREADY_RECEIVED),
     dependencies=[DECODE],
 )
 async def peek_current(
@@ -61,7 +69,7 @@ async def peek_current(
 @router.get(
     "/{cursor_id}/next",
     summary="Peek next: move forward and peek",
-    responses=MESSAGE_RESPONSES,
+    responses=a.answers(MESSAGE, a.INVALID_PARAMETER, OPEN_CURSOR, a.ILLEGAL_CURSOR_ACTION),
     dependencies=[DECODE],
 )
 async def peek_next(
@@ -74,7 +82,9 @@ async def peek_next(
 @router.post(
     "/{cursor_id}/receive",
     summary="Receive current, then move to the next message",
-    responses=MESSAGE_RESPONSES,
+    responses=a.answers(
+        MESSAGE, a.INVALID_PARAMETER, OPEN_CURSOR, a.IN_TRANSACTION, a.LOCKED, a.ALREADY_RECEIVED
+    ),
     dependencies=[DECODE],
 )
 async def receive_current(

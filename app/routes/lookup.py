@@ -9,7 +9,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from app.docs import LOOKUP_RESPONSES
+from app import answers as a
+from app.docs import MESSAGE_EXAMPLE
 from app.gateway import DECODE, GatewayDep, TransactionParam, canonical_queue, parse_lookup_id
 from app.http import decode_requested, message_response
 from app.schemas import decode_base64
@@ -17,6 +18,17 @@ from qm.errors import MqError, MqErrorCode
 from qm.store import Seek
 
 router = APIRouter(prefix="/api/queues/{path:path}/messages", tags=["lookup"], dependencies=[DECODE])
+
+FOUND = {200: a.message_answer(MESSAGE_EXAMPLE)}
+PEEKED = a.answers(FOUND, a.INVALID_PARAMETER, a.QUEUE_PATH, a.MESSAGE_NOT_FOUND)
+"""Peeks by position or ID: a lookup ID, message ID or correlation ID the queue does not hold,
+or holds under a lock, is MQ_ERROR_MESSAGE_NOT_FOUND."""
+PEEKED_CURRENT = a.answers(FOUND, a.INVALID_PARAMETER, a.QUEUE_PATH, a.MESSAGE_NOT_FOUND, a.PEEK_LOCKED)
+"""MQ_LOOKUP_PEEK_CURRENT of a locked message is MQ_ERROR_TRANSACTION_USAGE, as in MSMQ."""
+RECEIVED = a.answers(FOUND, a.INVALID_PARAMETER, a.QUEUE_PATH, a.MESSAGE_NOT_FOUND, a.IN_TRANSACTION)
+RECEIVED_CURRENT = a.answers(
+    FOUND, a.INVALID_PARAMETER, a.QUEUE_PATH, a.MESSAGE_NOT_FOUND, a.IN_TRANSACTION, a.LOCKED
+)
 
 MessageIdParam = Annotated[str, Query(description="`{GUID}\\sequence`, as returned by send")]
 CorrelationParam = Annotated[str, Query(description="20 bytes, base64")]
@@ -36,31 +48,31 @@ async def _lookup(
     return message_response(request, message, queue, decode=decode_requested(request))
 
 
-@router.get("/first", summary="Peek at the first message", responses=LOOKUP_RESPONSES)
+@router.get("/first", summary="Peek at the first message", responses=PEEKED)
 async def peek_first(path: str, request: Request, gateway: GatewayDep) -> Response:
     return await _lookup(request, gateway, path, Seek.FIRST, 0, receive=False)
 
 
-@router.post("/first/receive", summary="Receive the first message", responses=LOOKUP_RESPONSES)
+@router.post("/first/receive", summary="Receive the first message", responses=RECEIVED)
 async def receive_first(
     path: str, request: Request, gateway: GatewayDep, transaction: TransactionParam = None
 ) -> Response:
     return await _lookup(request, gateway, path, Seek.FIRST, 0, True, transaction)
 
 
-@router.get("/last", summary="Peek at the last message", responses=LOOKUP_RESPONSES)
+@router.get("/last", summary="Peek at the last message", responses=PEEKED)
 async def peek_last(path: str, request: Request, gateway: GatewayDep) -> Response:
     return await _lookup(request, gateway, path, Seek.LAST, 0, receive=False)
 
 
-@router.post("/last/receive", summary="Receive the last message", responses=LOOKUP_RESPONSES)
+@router.post("/last/receive", summary="Receive the last message", responses=RECEIVED)
 async def receive_last(
     path: str, request: Request, gateway: GatewayDep, transaction: TransactionParam = None
 ) -> Response:
     return await _lookup(request, gateway, path, Seek.LAST, 0, True, transaction)
 
 
-@router.get("/by-id", summary="Peek at the message with this message ID", responses=LOOKUP_RESPONSES)
+@router.get("/by-id", summary="Peek at the message with this message ID", responses=PEEKED)
 async def peek_by_id(
     path: str, message_id: MessageIdParam, request: Request, gateway: GatewayDep
 ) -> Response:
@@ -69,7 +81,7 @@ async def peek_by_id(
     return message_response(request, message, queue, decode=decode_requested(request))
 
 
-@router.post("/by-id/receive", summary="Receive the message with this message ID", responses=LOOKUP_RESPONSES)
+@router.post("/by-id/receive", summary="Receive the message with this message ID", responses=RECEIVED)
 async def receive_by_id(
     path: str,
     message_id: MessageIdParam,
@@ -87,7 +99,7 @@ async def receive_by_id(
 @router.get(
     "/by-correlation-id",
     summary="Peek at the first message with this correlation ID",
-    responses=LOOKUP_RESPONSES,
+    responses=PEEKED,
 )
 async def peek_by_correlation(
     path: str, correlation_id: CorrelationParam, request: Request, gateway: GatewayDep
@@ -100,7 +112,7 @@ async def peek_by_correlation(
 @router.post(
     "/by-correlation-id/receive",
     summary="Receive the first message with this correlation ID",
-    responses=LOOKUP_RESPONSES,
+    responses=RECEIVED,
 )
 async def receive_by_correlation(
     path: str,
@@ -123,9 +135,7 @@ def _correlation(text: str) -> bytes:
         raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, f"correlation_id: {error}") from None
 
 
-@router.get(
-    "/{lookup_id}/next", summary="Peek at the message after this lookup ID", responses=LOOKUP_RESPONSES
-)
+@router.get("/{lookup_id}/next", summary="Peek at the message after this lookup ID", responses=PEEKED)
 async def peek_next(path: str, lookup_id: str, request: Request, gateway: GatewayDep) -> Response:
     return await _lookup(request, gateway, path, Seek.NEXT, parse_lookup_id(lookup_id), receive=False)
 
@@ -133,7 +143,7 @@ async def peek_next(path: str, lookup_id: str, request: Request, gateway: Gatewa
 @router.post(
     "/{lookup_id}/next/receive",
     summary="Receive the message after this lookup ID",
-    responses=LOOKUP_RESPONSES,
+    responses=RECEIVED,
 )
 async def receive_next(
     path: str, lookup_id: str, request: Request, gateway: GatewayDep, transaction: TransactionParam = None
@@ -141,9 +151,7 @@ async def receive_next(
     return await _lookup(request, gateway, path, Seek.NEXT, parse_lookup_id(lookup_id), True, transaction)
 
 
-@router.get(
-    "/{lookup_id}/previous", summary="Peek at the message before this lookup ID", responses=LOOKUP_RESPONSES
-)
+@router.get("/{lookup_id}/previous", summary="Peek at the message before this lookup ID", responses=PEEKED)
 async def peek_previous(path: str, lookup_id: str, request: Request, gateway: GatewayDep) -> Response:
     return await _lookup(request, gateway, path, Seek.PREVIOUS, parse_lookup_id(lookup_id), receive=False)
 
@@ -151,7 +159,7 @@ async def peek_previous(path: str, lookup_id: str, request: Request, gateway: Ga
 @router.post(
     "/{lookup_id}/previous/receive",
     summary="Receive the message before this lookup ID",
-    responses=LOOKUP_RESPONSES,
+    responses=RECEIVED,
 )
 async def receive_previous(
     path: str, lookup_id: str, request: Request, gateway: GatewayDep, transaction: TransactionParam = None
@@ -159,13 +167,13 @@ async def receive_previous(
     return await _lookup(request, gateway, path, Seek.PREVIOUS, parse_lookup_id(lookup_id), True, transaction)
 
 
-@router.get("/{lookup_id}", summary="Peek at the message with this lookup ID", responses=LOOKUP_RESPONSES)
+@router.get("/{lookup_id}", summary="Peek at the message with this lookup ID", responses=PEEKED_CURRENT)
 async def peek_current(path: str, lookup_id: str, request: Request, gateway: GatewayDep) -> Response:
     return await _lookup(request, gateway, path, Seek.CURRENT, parse_lookup_id(lookup_id), receive=False)
 
 
 @router.post(
-    "/{lookup_id}/receive", summary="Receive the message with this lookup ID", responses=LOOKUP_RESPONSES
+    "/{lookup_id}/receive", summary="Receive the message with this lookup ID", responses=RECEIVED_CURRENT
 )
 async def receive_current(
     path: str, lookup_id: str, request: Request, gateway: GatewayDep, transaction: TransactionParam = None

@@ -7,16 +7,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from app.docs import (
-    MESSAGE_EXAMPLE,
-    MESSAGE_RESPONSES,
-    NO_CONTENT,
-    SEND_BODY,
-    SENT_EXAMPLE,
-    example,
-    problem_example,
-)
+from app import answers as a
+from app.docs import MESSAGE_EXAMPLE, SENT_EXAMPLE
 from app.gateway import (
+    LOOKUP_ID_PATTERN,
     DecodeParam,
     Gateway,
     GatewayDep,
@@ -35,19 +29,48 @@ from qm.model import Message
 send_router = APIRouter(tags=["messages"])
 """Send and browse (`…/messages`): no lookup route can shadow them, so they are matched first."""
 router = APIRouter(tags=["messages"])
+locks_router = APIRouter(tags=["locks"])
 MAX_BATCH = 1000
-LOCK_GONE = problem_example(
-    "MQ_ERROR_MESSAGE_ALREADY_RECEIVED",
-    "0xC00E001D",
-    410,
-    "the message of lock '7205…-9f…' was already received",
-)
-LOCK_NOT_HELD = problem_example(
-    "MQ_ERROR_TRANSACTION_SEQUENCE",
-    "0xC00E0051",
-    409,
-    "lock '7205…-9f…' is not held: it was ended or it expired",
-)
+LOCKED_EXAMPLE = MESSAGE_EXAMPLE | {
+    "lock_tag": "72057594037927940-9f3c2b1a0d4e5f6a7b8c9d0e",
+    "lock_expires_at": "2026-11-22T10:00:30Z",
+}
+RECEIVED: a.Success = {
+    200: a.message_answer(MESSAGE_EXAMPLE)
+    | {
+        "description": "The message: JSON, or with `Accept: application/octet-stream` the raw body "
+        "with its properties in `X-Msmq-*` headers. With `max_messages` always JSON: "
+        '`{"messages": [...]}`.',
+        "content": {
+            "application/json": {
+                "schema": {
+                    "oneOf": [
+                        {"$ref": "#/components/schemas/MessageOut"},
+                        {"$ref": "#/components/schemas/MessageBatch"},
+                    ]
+                },
+                "examples": {
+                    "message": {"summary": "One message", "value": MESSAGE_EXAMPLE},
+                    "two_phase": {"summary": "two_phase=true: the message locked", "value": LOCKED_EXAMPLE},
+                    "batch": {
+                        "summary": "max_messages=2",
+                        "value": {
+                            "messages": [
+                                MESSAGE_EXAMPLE,
+                                MESSAGE_EXAMPLE | {"lookup_id": "72057594037927941"},
+                            ]
+                        },
+                    },
+                },
+            },
+            "application/octet-stream": {
+                "schema": {"type": "string", "format": "binary"},
+                "example": "order 2",
+            },
+        },
+    },
+    **a.NO_MESSAGE,
+}
 
 
 @send_router.post(
@@ -57,19 +80,19 @@ LOCK_NOT_HELD = problem_example(
     summary="Send a message",
     description="JSON (`MessageIn`) or any other content type as the raw body with properties in "
     "`X-Msmq-*` headers. A 201 means the message is on stable storage.",
-    openapi_extra=SEND_BODY,
-    responses={
-        201: example(SENT_EXAMPLE, "Stored durably"),
-        400: problem_example(
-            "MQ_ERROR_ILLEGAL_PROPERTY_VALUE", "0xC00E0018", 400, "priority is 9; it must be between 0 and 7"
-        ),
-        413: problem_example(
-            "MQ_ERROR_INSUFFICIENT_RESOURCES",
-            "0xC00E0027",
-            413,
-            "the request body has 5000000 bytes or more; at most 4194304 are accepted",
-        ),
-    },
+    openapi_extra=a.SEND_REQUEST,
+    responses=a.answers(
+        a.ok(SENT_EXAMPLE, "Stored durably", 201),
+        a.INVALID_PARAMETER,
+        a.ILLEGAL_PROPERTY,
+        a.LABEL_TOO_LONG,
+        a.PROPERTY_SIZE,
+        a.QUEUE_PATH,
+        a.READ_ONLY,
+        a.IN_TRANSACTION,
+        a.BODY_TOO_LARGE,
+        a.QUOTA,
+    ),
 )
 async def send(path: str, request: Request, transaction: TransactionParam = None) -> Response:
     gateway = gateway_of(request)
@@ -82,13 +105,21 @@ async def send(path: str, request: Request, transaction: TransactionParam = None
 @send_router.get(
     "/api/queues/{path:path}/messages",
     summary="List available messages in queue order",
-    responses={200: example({"messages": [MESSAGE_EXAMPLE], "next_after": None})},
+    responses=a.answers(
+        a.ok({"messages": [MESSAGE_EXAMPLE], "next_after": None}), a.INVALID_PARAMETER, a.QUEUE_PATH
+    ),
 )
 async def browse(
     path: str,
     gateway: GatewayDep,
-    after: Annotated[str, Query(description="Lookup ID to continue after (keyset pagination)")] = "0",
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after: Annotated[
+        str,
+        Query(
+            description="Lookup ID to continue after: the previous page's `next_after` (keyset pagination)",
+            json_schema_extra={"pattern": LOOKUP_ID_PATTERN},
+        ),
+    ] = "0",
+    limit: Annotated[int, Query(ge=1, le=1000, description="At most this many messages")] = 100,
     decode: DecodeParam = False,
 ) -> MessagePage:
     found = await gateway.reader.browse(path, parse_lookup_id(after), limit)
@@ -103,7 +134,7 @@ async def browse(
     description="Removes the first available message. With `two_phase=true` the message is locked "
     "instead and returned with a `lock_tag`: commit or abort it under /api/locks. With "
     '`max_messages=N` up to N messages are removed at once, answered as `{"messages": [...]}`.',
-    responses=MESSAGE_RESPONSES,
+    responses=a.answers(RECEIVED, a.INVALID_PARAMETER, a.QUEUE_PATH, a.IN_TRANSACTION),
 )
 async def receive(
     path: str,
@@ -206,7 +237,9 @@ async def _receive_locked(
 @router.get(
     "/api/queues/{path:path}/peek",
     summary="Peek at the first message (waits up to timeout_ms)",
-    responses=MESSAGE_RESPONSES,
+    responses=a.answers(
+        {200: a.message_answer(MESSAGE_EXAMPLE), **a.NO_MESSAGE}, a.INVALID_PARAMETER, a.QUEUE_PATH
+    ),
 )
 async def peek(
     path: str, request: Request, gateway: GatewayDep, timeout_ms: TimeoutMs = 0, decode: DecodeParam = False
@@ -218,23 +251,24 @@ async def peek(
     return message_response(request, message, queue, decode=decode)
 
 
-@router.post(
+LOCK_ENDS = (a.NOT_A_LOCK_TAG, a.LOCK_NOT_HELD, a.LOCK_GONE)
+
+
+@locks_router.post(
     "/api/locks/{tag}/commit",
     status_code=204,
-    tags=["locks"],
     summary="End a two-phase read: remove",
-    responses={204: NO_CONTENT, 410: LOCK_GONE},
+    responses=a.answers(a.done("Removed"), LOCK_ENDS),
 )
 async def commit_lock(tag: str, gateway: GatewayDep) -> None:
     await gateway.reader.end_lock(tag, commit=True)
 
 
-@router.post(
+@locks_router.post(
     "/api/locks/{tag}/abort",
     status_code=204,
-    tags=["locks"],
     summary="End a two-phase read: put back",
-    responses={204: NO_CONTENT, 409: LOCK_NOT_HELD},
+    responses=a.answers(a.done("Put back where it was"), LOCK_ENDS),
 )
 async def abort_lock(tag: str, gateway: GatewayDep) -> None:
     await gateway.reader.end_lock(tag, commit=False)

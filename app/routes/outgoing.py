@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.docs import OUTGOING_QUEUE_EXAMPLE, example
+from app import answers as a
+from app.docs import OUTGOING_QUEUE_EXAMPLE
 from app.gateway import GatewayDep
 from app.schemas import OutgoingQueueOut
 
 router = APIRouter(tags=["outgoing queues"])
+ONE = (a.INVALID_PARAMETER, a.OUTGOING_NOT_FOUND)
+"""What naming an outgoing queue can fail with."""
 
 
 @router.get(
     "/api/outgoing-queues",
     summary="Every outgoing queue (one per remote destination) with its delivery state",
-    responses={200: example([OUTGOING_QUEUE_EXAMPLE])},
+    responses=a.answers(a.ok([OUTGOING_QUEUE_EXAMPLE])),
 )
 async def list_outgoing(gateway: GatewayDep) -> list[OutgoingQueueOut]:
     return [OutgoingQueueOut.of(outgoing) for outgoing in await gateway.outgoing.all()]
@@ -23,7 +26,7 @@ async def list_outgoing(gateway: GatewayDep) -> list[OutgoingQueueOut]:
 @router.get(
     "/api/outgoing-queues/{queue_id}",
     summary="One outgoing queue",
-    responses={200: example(OUTGOING_QUEUE_EXAMPLE)},
+    responses=a.answers(a.ok(OUTGOING_QUEUE_EXAMPLE), ONE),
 )
 async def show_outgoing(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
     return OutgoingQueueOut.of(await gateway.outgoing.get(queue_id))
@@ -32,7 +35,7 @@ async def show_outgoing(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
 @router.post(
     "/api/outgoing-queues/{queue_id}/pause",
     summary="Stop sending to this destination; messages keep waiting (their TTRQ still runs)",
-    responses={200: example(OUTGOING_QUEUE_EXAMPLE | {"state": "paused"})},
+    responses=a.answers(a.ok(OUTGOING_QUEUE_EXAMPLE | {"state": "paused"}), ONE),
 )
 async def pause(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
     return OutgoingQueueOut.of(await gateway.outgoing.pause(queue_id))
@@ -41,7 +44,7 @@ async def pause(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
 @router.post(
     "/api/outgoing-queues/{queue_id}/resume",
     summary="Send again, at once (also cuts a retry wait short)",
-    responses={200: example(OUTGOING_QUEUE_EXAMPLE)},
+    responses=a.answers(a.ok(OUTGOING_QUEUE_EXAMPLE), ONE),
 )
 async def resume(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
     return OutgoingQueueOut.of(await gateway.outgoing.resume(queue_id))
@@ -50,7 +53,7 @@ async def resume(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
 @router.post(
     "/api/outgoing-queues/{queue_id}/purge",
     summary="Drop the waiting messages (dead-lettered with class 0x8001 where they ask for it)",
-    responses={200: example({"purged": 3})},
+    responses=a.answers(a.ok({"purged": 3}), ONE),
 )
 async def purge(queue_id: int, gateway: GatewayDep) -> dict[str, int]:
     return {"purged": await gateway.outgoing.purge(queue_id)}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.docs import QUEUE_MANAGER_EXAMPLE, example
+from app import answers as a
+from app.docs import QUEUE_MANAGER_EXAMPLE
 from app.gateway import GatewayDep
 from app.schemas import QueueManagerOut, QueueManagerUpdate
 
@@ -14,7 +15,7 @@ router = APIRouter(tags=["queue manager"])
 @router.get(
     "/api/queue-manager",
     summary="Identity and machine-wide totals",
-    responses={200: example(QUEUE_MANAGER_EXAMPLE)},
+    responses=a.answers(a.ok(QUEUE_MANAGER_EXAMPLE)),
 )
 async def show(gateway: GatewayDep) -> QueueManagerOut:
     return QueueManagerOut.of(await gateway.manager.info())
@@ -23,7 +24,7 @@ async def show(gateway: GatewayDep) -> QueueManagerOut:
 @router.patch(
     "/api/queue-manager",
     summary="Set the machine quota or the throttled switch",
-    responses={200: example(QUEUE_MANAGER_EXAMPLE | {"throttled": True})},
+    responses=a.answers(a.ok(QUEUE_MANAGER_EXAMPLE | {"throttled": True}), a.INVALID_PARAMETER),
 )
 async def update(body: QueueManagerUpdate, gateway: GatewayDep) -> QueueManagerOut:
     return QueueManagerOut.of(
@@ -34,7 +35,7 @@ async def update(body: QueueManagerUpdate, gateway: GatewayDep) -> QueueManagerO
 @router.get(
     "/healthz",
     summary="The service answers and its store is reachable",
-    responses={200: example({"status": "ok", "queue_manager": QUEUE_MANAGER_EXAMPLE["guid"]})},
+    responses=a.answers(a.ok({"status": "ok", "queue_manager": QUEUE_MANAGER_EXAMPLE["guid"]})),
 )
 async def health(gateway: GatewayDep) -> dict[str, str]:
     info = await gateway.manager.info()

@@ -5,9 +5,10 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from fastapi import APIRouter, Response, status
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from app.docs import ILLEGAL_PATH, QUEUE_EXAMPLE, QUEUE_NOT_FOUND, example, problem_example
+from app import answers as a
+from app.docs import QUEUE_EXAMPLE
 from app.gateway import GatewayDep
 from app.schemas import QueueCreate, QueueOut, QueueUpdate
 
@@ -15,15 +16,25 @@ router = APIRouter(prefix="/api/queues", tags=["queues"])
 
 
 class PurgeOut(BaseModel):
-    purged: int
+    purged: int = Field(description="How many messages were removed")
 
 
 class DeleteOut(BaseModel):
-    deleted: str
-    messages_dropped: int
+    deleted: str = Field(description="The queue as named in the request")
+    messages_dropped: int = Field(description="Messages that were in it and its journal")
 
 
-@router.get("", summary="List queues, journals and system queues", responses={200: example([QUEUE_EXAMPLE])})
+LOCATION = {
+    "Location": {
+        "description": "The new queue's URL path, its name percent-encoded where needed",
+        "required": True,
+        "schema": {"type": "string"},
+        "example": "/api/queues/private$/orders",
+    }
+}
+
+
+@router.get("", summary="List queues, journals and system queues", responses=a.answers(a.ok([QUEUE_EXAMPLE])))
 async def list_queues(gateway: GatewayDep) -> list[QueueOut]:
     return [QueueOut.of(queue) for queue in await gateway.manager.list_queues()]
 
@@ -32,11 +43,13 @@ async def list_queues(gateway: GatewayDep) -> list[QueueOut]:
     "",
     status_code=status.HTTP_201_CREATED,
     summary="Create a queue (and its journal)",
-    responses={
-        201: example(QUEUE_EXAMPLE, "Created"),
-        400: ILLEGAL_PATH,
-        409: problem_example("MQ_ERROR_QUEUE_EXISTS", "0xC00E0005", 409, "private$/orders already exists"),
-    },
+    responses=a.answers(
+        {201: a.ok(QUEUE_EXAMPLE, "Created", 201)[201] | {"headers": LOCATION}},
+        a.INVALID_PARAMETER,
+        a.ILLEGAL_PATH,
+        a.ILLEGAL_QUEUE_SETTING,
+        a.QUEUE_EXISTS,
+    ),
 )
 async def create_queue(body: QueueCreate, gateway: GatewayDep, response: Response) -> QueueOut:
     queue = await gateway.manager.create_queue(body.path, body.settings())
@@ -48,7 +61,7 @@ async def create_queue(body: QueueCreate, gateway: GatewayDep, response: Respons
 @router.post(
     "/{path:path}/purge",
     summary="Remove every available message",
-    responses={200: example({"purged": 3}), 404: QUEUE_NOT_FOUND},
+    responses=a.answers(a.ok({"purged": 3}), a.QUEUE_PATH),
 )
 async def purge_queue(path: str, gateway: GatewayDep) -> PurgeOut:
     return PurgeOut(purged=await gateway.manager.purge_queue(path))
@@ -61,7 +74,7 @@ def register_item_routes(api: APIRouter) -> None:
         "/api/queues/{path:path}",
         tags=["queues"],
         summary="Show a queue with its totals",
-        responses={200: example(QUEUE_EXAMPLE), 404: QUEUE_NOT_FOUND},
+        responses=a.answers(a.ok(QUEUE_EXAMPLE), a.QUEUE_PATH),
     )
     async def get_queue(path: str, gateway: GatewayDep) -> QueueOut:
         return QueueOut.of(await gateway.manager.get_queue(path))
@@ -70,7 +83,9 @@ def register_item_routes(api: APIRouter) -> None:
         "/api/queues/{path:path}",
         tags=["queues"],
         summary="Change label, quotas, journaling",
-        responses={200: example(QUEUE_EXAMPLE), 404: QUEUE_NOT_FOUND},
+        responses=a.answers(
+            a.ok(QUEUE_EXAMPLE), a.INVALID_PARAMETER, a.ILLEGAL_QUEUE_SETTING, a.QUEUE_PATH, a.ADMINISTERED
+        ),
     )
     async def update_queue(path: str, body: QueueUpdate, gateway: GatewayDep) -> QueueOut:
         return QueueOut.of(await gateway.manager.update_queue(path, body.changes()))
@@ -79,7 +94,9 @@ def register_item_routes(api: APIRouter) -> None:
         "/api/queues/{path:path}",
         tags=["queues"],
         summary="Delete a queue, its journal and messages",
-        responses={200: example({"deleted": "private$/orders", "messages_dropped": 3}), 404: QUEUE_NOT_FOUND},
+        responses=a.answers(
+            a.ok({"deleted": "private$/orders", "messages_dropped": 3}), a.QUEUE_PATH, a.ADMINISTERED
+        ),
     )
     async def delete_queue(path: str, gateway: GatewayDep) -> DeleteOut:
         dropped = await gateway.manager.delete_queue(path)

@@ -62,7 +62,12 @@ Values = dict[str, Any]
     "client reached it, so `zeep.Client('http://gw01:8080/soap?wsdl')` calls the same gateway.",
     response_class=Response,
     openapi_extra={"parameters": [WSDL_PARAMETER]},
-    responses={200: {"description": "The WSDL", "content": {"text/xml": {"example": WSDL_EXAMPLE}}}},
+    responses={
+        200: {
+            "description": "The WSDL",
+            "content": {"text/xml": {"schema": {"type": "string"}, "example": WSDL_EXAMPLE}},
+        }
+    },
 )
 async def get_wsdl(request: Request) -> Response:
     return Response(wsdl_document(str(request.url_for("soap_call"))), media_type=TEXT_XML)

@@ -16,7 +16,8 @@ from fastapi import APIRouter
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.docs import SRMP_STATISTICS_EXAMPLE, example
+from app import answers as a
+from app.docs import SRMP_REQUEST_EXAMPLE, SRMP_STATISTICS_EXAMPLE
 from app.gateway import Gateway, GatewayDep
 from qm.errors import MqError, MqErrorCode, QuotaExceeded
 from qm.manager import SINGLE_MESSAGE_TRANSACTION
@@ -77,13 +78,15 @@ SRMP_OPENAPI: dict[str, Any] = {
             ],
             "requestBody": {
                 "required": True,
-                "content": {"multipart/related": {"schema": {"type": "string", "format": "binary"}}},
+                "content": {
+                    "multipart/related": {
+                        "schema": {"type": "string", "format": "binary"},
+                        "example": SRMP_REQUEST_EXAMPLE,
+                    }
+                },
             },
             "responses": {
-                "200": {
-                    "description": "Stored (or a duplicate of a stored message)",
-                    "content": {"text/plain": {"example": ""}},
-                },
+                "200": {"description": "Stored (or a duplicate of a stored message); no body"},
                 "400": {"description": "Malformed, or not for a queue of this gateway: the sender gives up"},
                 "413": {"description": "Larger than the configured maximum"},
                 "500": {"description": "Machine quota reached or throttled: the sender retries"},
@@ -124,7 +127,7 @@ async def answer_srmp(scope: Scope, receive: Receive, gateway: Gateway) -> HTTPS
     "/api/srmp/statistics",
     summary="What the SRMP route did since this process started",
     description="Counters of this gateway process (each process of a deployment counts its own).",
-    responses={200: example(SRMP_STATISTICS_EXAMPLE)},
+    responses=a.answers(a.ok(SRMP_STATISTICS_EXAMPLE), store=False),
 )
 async def statistics(gateway: GatewayDep) -> dict[str, int]:
     return asdict(gateway.srmp)

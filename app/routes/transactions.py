@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from app.docs import NO_CONTENT, TRANSACTION_EXAMPLE, TRANSACTION_SEQUENCE, example
+from app import answers as a
+from app.docs import TRANSACTION_EXAMPLE
 from app.gateway import GatewayDep
 from app.schemas import TransactionOut
 
@@ -15,7 +16,7 @@ router = APIRouter(prefix="/api/transactions", tags=["transactions"])
     "",
     status_code=status.HTTP_201_CREATED,
     summary="Begin a transaction",
-    responses={201: example(TRANSACTION_EXAMPLE, "Begun")},
+    responses=a.answers(a.ok(TRANSACTION_EXAMPLE, "Begun", 201)),
 )
 async def begin(gateway: GatewayDep) -> TransactionOut:
     return TransactionOut.of(await gateway.manager.begin_transaction())
@@ -24,7 +25,7 @@ async def begin(gateway: GatewayDep) -> TransactionOut:
 @router.get(
     "/{transaction_id}",
     summary="Show an active transaction",
-    responses={200: example(TRANSACTION_EXAMPLE), 409: TRANSACTION_SEQUENCE},
+    responses=a.answers(a.ok(TRANSACTION_EXAMPLE), a.TRANSACTION_SEQUENCE),
 )
 async def show(transaction_id: str, gateway: GatewayDep) -> TransactionOut:
     return TransactionOut.of(await gateway.manager.transaction(transaction_id))
@@ -34,7 +35,7 @@ async def show(transaction_id: str, gateway: GatewayDep) -> TransactionOut:
     "/{transaction_id}/commit",
     status_code=204,
     summary="Commit: sends appear, receives are final",
-    responses={204: NO_CONTENT, 409: TRANSACTION_SEQUENCE},
+    responses=a.answers(a.done("Committed"), a.TRANSACTION_SEQUENCE),
 )
 async def commit(transaction_id: str, gateway: GatewayDep) -> None:
     await gateway.manager.commit(transaction_id)
@@ -44,7 +45,7 @@ async def commit(transaction_id: str, gateway: GatewayDep) -> None:
     "/{transaction_id}/abort",
     status_code=204,
     summary="Abort: sends vanish, receives go back",
-    responses={204: NO_CONTENT, 409: TRANSACTION_SEQUENCE},
+    responses=a.answers(a.done("Aborted"), a.TRANSACTION_SEQUENCE),
 )
 async def abort(transaction_id: str, gateway: GatewayDep) -> None:
     await gateway.manager.abort(transaction_id)

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, status
 
-from app.docs import NO_CONTENT, QUEUE_NOT_FOUND, example, problem_example
+from app import answers as a
 from app.trigger_schemas import (
     InvocationOut,
     InvocationPage,
@@ -16,6 +16,7 @@ from app.trigger_schemas import (
     TriggerIn,
     TriggerOut,
 )
+from qm.errors import MqErrorCode
 from qm.triggers.admin import TriggerAdmin, TriggerSpec
 
 rules_router = APIRouter(prefix="/api/rules", tags=["triggers"])
@@ -69,19 +70,22 @@ INVOCATIONS_EXAMPLE: dict[str, Any] = {
     ],
     "next_after": 1,
 }
-BAD_DEFINITION = problem_example(
-    "MQ_ERROR_INVALID_PARAMETER",
-    "0xC00E0006",
-    400,
+BAD_DEFINITION = a.Problem(
+    MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
     "'http://10.0.0.1/x' is outside the allow-list (MSMQGW_TRIGGER_ALLOWED_URLS: http://127.0.0.1:9000/)",
 )
-UNKNOWN = problem_example("MQ_ERROR_INVALID_HANDLE", "0xC00E0007", 404, "no trigger 'PrivateTrigger'")
-CONFLICT = problem_example(
-    "MQ_ERROR_ILLEGAL_OPERATION",
-    "0xC00E0064",
-    409,
+UNKNOWN_RULE = a.Problem(MqErrorCode.MQ_ERROR_INVALID_HANDLE, "no rule 'MyRule1'")
+UNKNOWN = a.Problem(MqErrorCode.MQ_ERROR_INVALID_HANDLE, "no trigger 'PrivateTrigger'")
+CONFLICT = a.Problem(
+    MqErrorCode.MQ_ERROR_ILLEGAL_OPERATION,
     "private$/MyQueue already has trigger 'T1'; a retrieving trigger must be the only trigger on its queue",
 )
+NEEDS_TRANSACTIONAL = a.Problem(
+    MqErrorCode.MQ_ERROR_TRANSACTION_USAGE,
+    "transactional retrieval needs a transactional queue; private$/MyQueue is not",
+)
+TRIGGER_DEFINITION = (BAD_DEFINITION, a.QUEUE_PATH, CONFLICT, NEEDS_TRANSACTIONAL)
+"""What a trigger's definition can fail with (its queue included)."""
 
 
 # -- rules ----------------------------------------------------------------------------
@@ -91,20 +95,20 @@ CONFLICT = problem_example(
     "",
     status_code=status.HTTP_201_CREATED,
     summary="Create a rule: conditions and one action",
-    responses={201: example(RULE_EXAMPLE, "Created"), 400: BAD_DEFINITION, 409: CONFLICT},
+    responses=a.answers(a.ok(RULE_EXAMPLE, "Created", 201), BAD_DEFINITION, CONFLICT),
 )
 async def create_rule(body: RuleIn, admin: AdminDep) -> RuleOut:
     conditions = body.parsed_conditions()
     return RuleOut.of(await admin.create_rule(body.name, body.description, conditions, body.action.action()))
 
 
-@rules_router.get("", summary="List rules", responses={200: example([RULE_EXAMPLE])})
+@rules_router.get("", summary="List rules", responses=a.answers(a.ok([RULE_EXAMPLE])))
 async def list_rules(admin: AdminDep) -> list[RuleOut]:
     return [RuleOut.of(rule) for rule in await admin.rules()]
 
 
 @rules_router.get(
-    "/{rule}", summary="Show a rule (by ID or name)", responses={200: example(RULE_EXAMPLE), 404: UNKNOWN}
+    "/{rule}", summary="Show a rule (by ID or name)", responses=a.answers(a.ok(RULE_EXAMPLE), UNKNOWN_RULE)
 )
 async def show_rule(rule: str, admin: AdminDep) -> RuleOut:
     return RuleOut.of(await admin.rule(rule))
@@ -113,7 +117,7 @@ async def show_rule(rule: str, admin: AdminDep) -> RuleOut:
 @rules_router.put(
     "/{rule}",
     summary="Replace a rule; triggers it is attached to pick up the change",
-    responses={200: example(RULE_EXAMPLE), 400: BAD_DEFINITION, 404: UNKNOWN, 409: CONFLICT},
+    responses=a.answers(a.ok(RULE_EXAMPLE), BAD_DEFINITION, UNKNOWN_RULE, CONFLICT),
 )
 async def replace_rule(rule: str, body: RuleIn, admin: AdminDep) -> RuleOut:
     conditions = body.parsed_conditions()
@@ -125,7 +129,7 @@ async def replace_rule(rule: str, body: RuleIn, admin: AdminDep) -> RuleOut:
     "/{rule}",
     status_code=204,
     summary="Delete a rule and detach it from every trigger",
-    responses={204: NO_CONTENT, 404: UNKNOWN},
+    responses=a.answers(a.done("Deleted"), UNKNOWN_RULE),
 )
 async def delete_rule(rule: str, admin: AdminDep) -> None:
     await admin.delete_rule(rule)
@@ -149,18 +153,13 @@ def _spec(body: TriggerIn) -> TriggerSpec:
     "",
     status_code=status.HTTP_201_CREATED,
     summary="Create a trigger on a queue",
-    responses={
-        201: example(TRIGGER_EXAMPLE, "Created"),
-        400: BAD_DEFINITION,
-        404: QUEUE_NOT_FOUND,
-        409: CONFLICT,
-    },
+    responses=a.answers(a.ok(TRIGGER_EXAMPLE, "Created", 201), TRIGGER_DEFINITION),
 )
 async def create_trigger(body: TriggerIn, admin: AdminDep) -> TriggerOut:
     return await _out(admin, await admin.create_trigger(_spec(body)))
 
 
-@router.get("", summary="List triggers", responses={200: example([TRIGGER_EXAMPLE])})
+@router.get("", summary="List triggers", responses=a.answers(a.ok([TRIGGER_EXAMPLE])))
 async def list_triggers(admin: AdminDep) -> list[TriggerOut]:
     names = {rule.id: rule.name for rule in await admin.rules()}
     return [TriggerOut.of(trigger, names) for trigger in await admin.triggers()]
@@ -169,7 +168,7 @@ async def list_triggers(admin: AdminDep) -> list[TriggerOut]:
 @router.get(
     "/{trigger}",
     summary="Show a trigger (by ID or name)",
-    responses={200: example(TRIGGER_EXAMPLE), 404: UNKNOWN},
+    responses=a.answers(a.ok(TRIGGER_EXAMPLE), UNKNOWN),
 )
 async def show_trigger(trigger: str, admin: AdminDep) -> TriggerOut:
     return await _out(admin, await admin.trigger(trigger))
@@ -178,14 +177,14 @@ async def show_trigger(trigger: str, admin: AdminDep) -> TriggerOut:
 @router.put(
     "/{trigger}",
     summary="Replace a trigger (enable, disable, change processing or rules)",
-    responses={200: example(TRIGGER_EXAMPLE), 400: BAD_DEFINITION, 404: UNKNOWN, 409: CONFLICT},
+    responses=a.answers(a.ok(TRIGGER_EXAMPLE), TRIGGER_DEFINITION, UNKNOWN),
 )
 async def replace_trigger(trigger: str, body: TriggerIn, admin: AdminDep) -> TriggerOut:
     return await _out(admin, await admin.replace_trigger(trigger, _spec(body)))
 
 
 @router.delete(
-    "/{trigger}", status_code=204, summary="Delete a trigger", responses={204: NO_CONTENT, 404: UNKNOWN}
+    "/{trigger}", status_code=204, summary="Delete a trigger", responses=a.answers(a.done("Deleted"), UNKNOWN)
 )
 async def delete_trigger(trigger: str, admin: AdminDep) -> None:
     await admin.delete_trigger(trigger)
@@ -194,7 +193,7 @@ async def delete_trigger(trigger: str, admin: AdminDep) -> None:
 @router.put(
     "/{trigger}/rules",
     summary="Set the attached rules, in evaluation order",
-    responses={200: example(TRIGGER_EXAMPLE), 400: BAD_DEFINITION, 404: UNKNOWN},
+    responses=a.answers(a.ok(TRIGGER_EXAMPLE), TRIGGER_DEFINITION, UNKNOWN),
 )
 async def set_rules(trigger: str, body: RulesIn, admin: AdminDep) -> TriggerOut:
     current = await admin.trigger(trigger)
@@ -212,10 +211,15 @@ async def set_rules(trigger: str, body: RulesIn, admin: AdminDep) -> TriggerOut:
 @router.post(
     "/{trigger}/rules/{rule}",
     summary="Attach a rule (at the end, or at `position`)",
-    responses={200: example(TRIGGER_EXAMPLE), 404: UNKNOWN},
+    responses=a.answers(a.ok(TRIGGER_EXAMPLE), a.INVALID_PARAMETER, UNKNOWN, UNKNOWN_RULE),
 )
 async def attach_rule(
-    trigger: str, rule: str, admin: AdminDep, position: Annotated[int | None, Query(ge=0)] = None
+    trigger: str,
+    rule: str,
+    admin: AdminDep,
+    position: Annotated[
+        int | None, Query(ge=0, description="Index in the evaluation order (0: first)")
+    ] = None,
 ) -> TriggerOut:
     return await _out(admin, await admin.attach(trigger, rule, position))
 
@@ -223,7 +227,7 @@ async def attach_rule(
 @router.delete(
     "/{trigger}/rules/{rule}",
     summary="Detach a rule",
-    responses={200: example(TRIGGER_EXAMPLE), 404: UNKNOWN},
+    responses=a.answers(a.ok(TRIGGER_EXAMPLE), UNKNOWN, UNKNOWN_RULE),
 )
 async def detach_rule(trigger: str, rule: str, admin: AdminDep) -> TriggerOut:
     return await _out(admin, await admin.detach(trigger, rule))
@@ -232,13 +236,13 @@ async def detach_rule(trigger: str, rule: str, admin: AdminDep) -> TriggerOut:
 @router.get(
     "/{trigger}/invocations",
     summary="The trigger's invocation log: time, rule, outcome, duration, error",
-    responses={200: example(INVOCATIONS_EXAMPLE), 404: UNKNOWN},
+    responses=a.answers(a.ok(INVOCATIONS_EXAMPLE), a.INVALID_PARAMETER, UNKNOWN),
 )
 async def invocations(
     trigger: str,
     admin: AdminDep,
     after: Annotated[int, Query(ge=0, description="Entries after this id (keyset)")] = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: Annotated[int, Query(ge=1, le=1000, description="At most this many entries")] = 100,
 ) -> InvocationPage:
     entries = await admin.invocations(trigger, after, limit)
     return InvocationPage(

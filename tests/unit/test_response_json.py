@@ -14,6 +14,7 @@ from pydantic_core import to_json, to_jsonable_python
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.answers import MESSAGE_HEADERS
 from app.http import OCTET_STREAM, _header_text, header_name, message_response
 from app.schemas import MessageOut, SentOut, message_fields, sent_fields
 from qm.model import Delivery, Message, MessageClass, MessageProperties
@@ -173,3 +174,20 @@ def test_a_header_value_is_escaped_exactly_where_quote_escapes_it() -> None:
         assert _header_text(character) == quote(character, safe=SAFE), repr(character)
     for text in ("DIRECT=OS:.\\private$\\replies", "caf\u00e9 order", "a b", "{guid}\\12", "~"):
         assert _header_text(text) == quote(text, safe=SAFE)
+
+
+def test_the_openapi_document_declares_the_headers_a_raw_answer_carries() -> None:
+    sent = message(
+        MessageProperties(
+            body=b"x",
+            label="l",
+            correlation_id=bytes(20),
+            extension=b"e",
+            response_queue="r",
+            admin_queue="a",
+        ),
+        destination_queue="private$\\orders",
+    )
+    answer = message_response(RAW, sent, "private$/orders", "1-a", datetime(2026, 1, 1, tzinfo=UTC))
+    carried = {name.decode().lower() for name, _ in answer.raw_headers if name.startswith(b"x-msmq-")}
+    assert carried == {name.lower() for name in MESSAGE_HEADERS}
