@@ -96,7 +96,7 @@ class QueueManager:
     async def start(self) -> QueueManagerInfo:
         """Load (or create once) the persisted identity and the system queues."""
         candidate = QueueManagerInfo(uuid.uuid4(), self.config.initial_quota_kb, False)
-        self._identity = await self.store.open_queue_manager(candidate)
+        self._identity = await self.store.queues.open_queue_manager(candidate)
         self.policy = DisposalPolicy(LocalIdentity(self._identity.guid, self.config.local_host_names))
         self.store.attach(self.policy, self.wakeups)
         for system_queue in SystemQueue:
@@ -110,7 +110,7 @@ class QueueManager:
         return self._identity.guid
 
     async def info(self) -> QueueManagerInfo:
-        return await self.store.queue_manager_info()
+        return await self.store.queues.queue_manager_info()
 
     async def configure(
         self, quota_kb: int | None, throttled: bool | None, journal_quota_kb: int | None = None
@@ -119,12 +119,12 @@ class QueueManager:
         for name, value in (("quota_kb", quota_kb), ("journal_quota_kb", journal_quota_kb)):
             if value is not None:
                 _check_quota(name, value)
-        return await self.store.update_queue_manager(quota_kb, throttled, journal_quota_kb)
+        return await self.store.queues.update_queue_manager(quota_kb, throttled, journal_quota_kb)
 
     async def _ensure_queue(self, path: QueuePath) -> None:
-        if await self.store.find_queue(path) is None:
+        if await self.store.queues.find_queue(path) is None:
             try:
-                await self.store.create_queue(path, QueueSettings(), self.clock.now())
+                await self.store.queues.create_queue(path, QueueSettings(), self.clock.now())
             except MqError as error:  # another process created it first
                 if error.code is not MqErrorCode.MQ_ERROR_QUEUE_EXISTS:
                     raise
@@ -139,7 +139,7 @@ class QueueManager:
                 f"{path_text!r}: journal and system queues exist with their queue manager",
             )
         _check_settings(settings)
-        return await self.store.create_queue(path, settings, self.clock.now())
+        return await self.store.queues.create_queue(path, settings, self.clock.now())
 
     async def get_queue(self, path_text: str) -> Queue:
         """A queue by path name, or by a format name that designates a local queue."""
@@ -163,22 +163,22 @@ class QueueManager:
         return self.policy.remote_queue(text) or self.resolve(text)
 
     async def list_queues(self) -> list[Queue]:
-        return await self.store.list_queues()
+        return await self.store.queues.list_queues()
 
     async def update_queue(self, path_text: str, changes: QueueChanges) -> Queue:
         queue = await self._administered_queue(path_text)
         _check_settings(_apply(queue.settings, changes))
         self.known_queues.forget(queue.path.key)
-        return await self.store.update_queue(queue.id, changes, self.clock.now())
+        return await self.store.queues.update_queue(queue.id, changes, self.clock.now())
 
     async def delete_queue(self, path_text: str) -> int:
         queue = await self._administered_queue(path_text)
         self.known_queues.forget(queue.path.key)
-        return await self.store.delete_queue(queue.id, self.clock.now())
+        return await self.store.queues.delete_queue(queue.id, self.clock.now())
 
     async def purge_queue(self, path_text: str) -> int:
         queue = await self.get_queue(path_text)
-        return await self.store.purge_queue(queue.id, self.clock.now())
+        return await self.store.queues.purge_queue(queue.id, self.clock.now())
 
     async def _administered_queue(self, path_text: str) -> Queue:
         path = self.resolve(path_text)
@@ -211,14 +211,14 @@ class QueueManager:
         queue = self.known_queues.get(path.key)
         if queue is None:
             if path.kind is QueueKind.OUTGOING:
-                queue = (await self.store.ensure_outgoing_queue(path, self.clock.now())).queue
+                queue = (await self.store.outgoing.ensure_outgoing_queue(path, self.clock.now())).queue
             else:
                 queue = await self._queue(path)
             self.known_queues.put(queue)
         return queue
 
     async def _queue(self, path: QueuePath) -> Queue:
-        queue = await self.store.find_queue(path)
+        queue = await self.store.queues.find_queue(path)
         if queue is None:
             raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, f"no queue {path.url_path}")
         return queue
@@ -276,7 +276,7 @@ class QueueManager:
         transaction's first message."""
         ttbr = properties.time_to_be_received
         if held_by is not None and self.config.transaction_ttbr is TransactionTtbr.FIRST_MESSAGE:
-            ttbr = await self.store.transaction_ttbr(held_by, ttbr)
+            ttbr = await self.store.transactions.transaction_ttbr(held_by, ttbr)
         return dataclasses.replace(properties, priority=0, time_to_be_received=ttbr)
 
     async def _send_transaction(self, queue: Queue, transaction: str | None) -> str | None:
@@ -323,10 +323,11 @@ class QueueManager:
             duplicate_key=arrival.duplicate_key,
             stream=arrival.stream,
             queue_key=queue.path.key,
+            queue_quota_kb=queue.settings.quota_kb,
         )
 
     async def _enqueue(self, queue: Queue, new_message: NewMessage) -> Message | None:
-        [result] = await self.store.enqueue([new_message])
+        [result] = await self.store.messages.enqueue([new_message])
         if result.outcome is EnqueueOutcome.DUPLICATE:
             return None
         if result.outcome is EnqueueOutcome.QUEUE_MANAGER_QUOTA_EXCEEDED:
@@ -344,10 +345,12 @@ class QueueManager:
     async def _refused(self, queue: Queue, refused: NewMessage) -> bool:
         """Reference §7.3 step 2: a dead-letter copy (class 0x8003) and a NACK, where asked for."""
         message = stored_message(0, refused.message_id, refused)  # no ID yet: the copy gets one
-        queue = await self.store.get_queue(queue.id) or queue  # its settings as they are now, not cached
+        queue = (
+            await self.store.queues.get_queue(queue.id) or queue
+        )  # its settings as they are now, not cached
         departure = Departure(message, queue.path, queue.settings.journal, refused.transactional)
         placements = self.policy.consequences(departure, Reason.QUOTA_EXCEEDED, self.clock.now())
-        await self.store.place(placements, self.clock.now())
+        await self.store.messages.place(placements, self.clock.now())
         return any(placement.kind is PlacementKind.DEAD_LETTER for placement in placements)
 
     # -- transactions -----------------------------------------------------------------
@@ -359,7 +362,7 @@ class QueueManager:
             created_at=now,
             expires_at=now + timedelta(seconds=self.config.transaction_timeout_s),
         )
-        await self.store.create_transaction(record)
+        await self.store.transactions.create_transaction(record)
         return record
 
     async def transaction(self, transaction_id: str) -> TransactionRecord:
@@ -373,22 +376,24 @@ class QueueManager:
 
     async def _finish(self, transaction_id: str, commit: bool) -> None:
         """Commit or abort; a transaction past its timeout is aborted, whatever was asked."""
-        record = await self.store.get_transaction(transaction_id)
+        record = await self.store.transactions.get_transaction(transaction_id)
         timed_out = record is not None and record.expires_at <= self.clock.now()
         now = self.clock.now()
-        touched = await self.store.finish_transaction(transaction_id, commit and not timed_out, now)
+        touched = await self.store.transactions.finish_transaction(
+            transaction_id, commit and not timed_out, now
+        )
         if touched is None or timed_out:
             raise _unknown_transaction(transaction_id)
 
     async def _active_transaction(self, transaction_id: str, touch: bool = True) -> TransactionRecord:
-        record = await self.store.get_transaction(transaction_id)
+        record = await self.store.transactions.get_transaction(transaction_id)
         now = self.clock.now()
         if record is None or record.expires_at <= now:
             raise _unknown_transaction(transaction_id)
         if not touch:
             return record
         expires_at = now + timedelta(seconds=self.config.transaction_timeout_s)
-        if not await self.store.touch_transaction(transaction_id, expires_at):
+        if not await self.store.transactions.touch_transaction(transaction_id, expires_at):
             raise _unknown_transaction(transaction_id)
         return dataclasses.replace(record, expires_at=expires_at)
 
@@ -402,20 +407,22 @@ class QueueManager:
     # -- stream receipts (reference §4.3) ------------------------------------------------
 
     async def due_stream_receipts(self, limit: int = 100) -> list[StreamReceiptDue]:
-        return await self.store.due_stream_receipts(self.clock.now(), limit)
+        return await self.store.streams.due_stream_receipts(self.clock.now(), limit)
 
     async def new_message_id(self) -> str:
         """A fresh ID (`{guid}\\sequence`) for a message this queue manager sends without storing
         it. The sequence comes from the durable counter of stored messages, so it never repeats
         one (a receiver's duplicate check would drop the later message) and grows."""
-        return await self.store.new_message_id()
+        return await self.store.messages.new_message_id()
 
     async def stream_receipt_sent(self, due: StreamReceiptDue) -> None:
-        await self.store.stream_receipt_sent(due.stream_id, due.last_ordinal, self.clock.now())
+        await self.store.streams.stream_receipt_sent(due.stream_id, due.last_ordinal, self.clock.now())
 
     async def outgoing_stream_acknowledged(self, stream_id: str, last_ordinal: int) -> int | None:
         """A stream receipt for a stream this gateway sends; None when it is not one of ours."""
-        return await self.store.outgoing_stream_acknowledged(stream_id, last_ordinal, self.clock.now())
+        return await self.store.outgoing.outgoing_stream_acknowledged(
+            stream_id, last_ordinal, self.clock.now()
+        )
 
     async def final_receipt_received(
         self, stream_id: str, original_message_id: str, positive: bool, message_class: int | None
@@ -429,29 +436,29 @@ class QueueManager:
         if outcome is None:
             return False
         now = self.clock.now()
-        return await self.store.outgoing_final_receipt(stream_id, original_message_id, outcome, now)
+        return await self.store.outgoing.outgoing_final_receipt(stream_id, original_message_id, outcome, now)
 
     async def stream_receipt_failed(self, due: StreamReceiptDue, retry: bool) -> None:
         """Retry on the backoff schedule, or (a target never allowed) wait for the next message."""
         retry_at = self.clock.now() + streams.retry_delay(due.attempts + 1) if retry else None
-        await self.store.stream_receipt_failed(due.stream_id, retry_at)
+        await self.store.streams.stream_receipt_failed(due.stream_id, retry_at)
 
     async def release_expired(self) -> ReleaseReport:
         """Abort expired locks and idle transactions, close idle cursors, wake readers."""
         now = self.clock.now()
         forget_before = now - timedelta(seconds=self.config.duplicate_window_s)
-        return await self.store.release_expired(now, forget_before)
+        return await self.store.housekeeping.release_expired(now, forget_before)
 
     async def expire_due(self) -> int:
         """The sweeper's pass: remove messages past their TTBR, in batches, until none is due."""
         total = 0
         while True:  # in transit first: a message past both deadlines never reached its queue
-            expired = await self.store.expire_in_transit(self.clock.now(), self.config.sweep_batch)
+            expired = await self.store.outgoing.expire_in_transit(self.clock.now(), self.config.sweep_batch)
             total += expired
             if expired < self.config.sweep_batch:
                 break
         while True:
-            expired = await self.store.expire_due(self.clock.now(), self.config.sweep_batch)
+            expired = await self.store.housekeeping.expire_due(self.clock.now(), self.config.sweep_batch)
             total += expired
             if expired < self.config.sweep_batch:
                 return total
@@ -501,7 +508,7 @@ class QueueManager:
         """Take (receive or lock) what the selector addresses, waiting up to the timeout."""
 
         async def attempt() -> Message | None:
-            return await self.store.take(queue, selector, self.clock.now(), claim)
+            return await self.store.messages.take(queue, selector, self.clock.now(), claim)
 
         return await self._wait(queue, attempt, timeout_ms, abandoned, takes_first=selector.first)
 
@@ -530,7 +537,7 @@ class QueueManager:
             try:
                 message = await self._attempt_after(attempt, woken and takes_first, queue.id)
                 if message is not None:
-                    if woken and takes_first and self.store.may_have_more(queue.id):
+                    if woken and takes_first and self.store.messages.may_have_more(queue.id):
                         self.wakeups.pass_on(queue.id)  # there may be more than the wake-ups said
                     return self._as_read(message)
                 remaining = 3600.0 if give_up_at is None else give_up_at - loop.time()

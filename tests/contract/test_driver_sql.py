@@ -25,10 +25,12 @@ from qm.model import MessageProperties, QueueSettings
 from qm.reading import QueueReader
 from qm.store import Claim, ClaimKind, Seek, Selector
 from qm.wakeups import WakeUps
-from storage import driver_sql, rows, statements
+from storage import driver_sql, rows, send_statements, statements
+from storage.counters import allocate_counters
 from storage.engine import make_engine
 from storage.errors import is_unavailable
-from storage.message_store import _hold, _take
+from storage.inserts import insert_messages
+from storage.receiving import _hold, _take
 from storage.statements import TargetShape
 from storage.store import SqlStore
 from tests.contract.support import store_message
@@ -60,7 +62,7 @@ async def _both_ways(store: SqlStore, statement: Any, values: Any) -> tuple[list
     found: list[list[Any]] = []
     for run in (_through_sqlalchemy, driver_sql.fetch):
         with pytest.raises(_RolledBack):
-            async with store._transaction() as connection:
+            async with store.db.transaction() as connection:
                 found.append(_typed(await run(connection, statement, values)))
                 raise _RolledBack
     return found[0], found[1]
@@ -87,8 +89,8 @@ async def test_the_send_and_receive_statements_give_on_the_driver_what_they_give
     manager: QueueManager, store: SqlStore, clock: SettableClock
 ) -> None:
     first, second = await _stocked(manager)
-    room = statements.QUEUE_ROOM if store._sqlite else statements.QUEUE_ROOM_LOCKED
-    take = statements.TAKE_FIRST_SQLITE if store._sqlite else statements.TAKE_FIRST_POSTGRESQL
+    room = send_statements.QUEUE_ROOM if store.db.sqlite else send_statements.QUEUE_ROOM_LOCKED
+    take = statements.TAKE_FIRST_SQLITE if store.db.sqlite else statements.TAKE_FIRST_POSTGRESQL
     key = (await manager.get_queue("private$/driver-a")).path.key
     now = rows.to_us(clock.now())
     cases: list[tuple[Any, dict[str, Any]]] = [
@@ -110,24 +112,24 @@ def _claims(store: SqlStore, queue_id: int, now: int) -> list[tuple[Any, dict[st
     """Claims of a selector's target (the first arrival that is not among known lookup IDs,
     an IN list): a receive and a two-phase lock."""
     selector = Selector(Seek.ARRIVED_AFTER, known=frozenset({1, 2}))
-    shape = TargetShape.of(selector, lock_rows=not store._sqlite)
+    shape = TargetShape.of(selector, lock_rows=not store.db.sqlite)
     values = statements.target_values(queue_id, selector, now)
     lock = Claim(ClaimKind.LOCK, "tag", rows.from_us(now + 1_000_000))
     return [(_take(shape, ClaimKind.RECEIVE), values), (_take(shape, ClaimKind.LOCK), values | _hold(lock))]
 
 
 async def test_counters_and_duplicate_keys_on_the_driver(store: SqlStore, manager: QueueManager) -> None:
-    remember = statements.REMEMBER_SQLITE if store._sqlite else statements.REMEMBER_POSTGRESQL
-    async with store._transaction() as connection:
-        counters = await store._allocate_counters(connection, 3)
+    remember = send_statements.REMEMBER_SQLITE if store.db.sqlite else send_statements.REMEMBER_POSTGRESQL
+    async with store.db.transaction() as connection:
+        counters = await allocate_counters(store.db, connection, 3)
         assert counters == list(range(counters[0], counters[0] + 3))
         keys = [{"message_id": f"key-{index}", "received_at": 1} for index in range(3)]
         written = await driver_sql.insert_returning(connection, remember, keys[:2])
         assert sorted(row["message_id"] for row in written) == ["key-0", "key-1"]
         again = await driver_sql.insert_returning(connection, remember, keys)
         assert [row["message_id"] for row in again] == ["key-2"]
-    async with store._transaction() as connection:
-        [later] = await store._allocate_counters(connection, 1)
+    async with store.db.transaction() as connection:
+        [later] = await allocate_counters(store.db, connection, 1)
     assert later > counters[-1]
 
 
@@ -138,12 +140,12 @@ async def test_statements_on_the_driver_are_rolled_back_with_sqlalchemys_transac
     inside the transaction (asyncpg's adapter would begin only at its own first statement)."""
     queue = await manager.create_queue("private$/rolled-back", QueueSettings())
     with pytest.raises(_RolledBack):
-        async with store._transaction() as connection:
-            await store.insert_messages(connection, [store_message(manager, queue.id, BODY)])
+        async with store.db.transaction() as connection:
+            await insert_messages(store.db, connection, [store_message(manager, queue.id, BODY)])
             raise _RolledBack
     after = await manager.get_queue("private$/rolled-back")
     assert (after.message_count, after.byte_count) == (0, 0)
-    assert await store.browse(queue.id, 0, 10, manager.clock.now()) == []
+    assert await store.messages.browse(queue.id, 0, 10, manager.clock.now()) == []
 
 
 async def test_a_committed_transaction_leaves_the_driver_outside_any_transaction(
@@ -153,7 +155,7 @@ async def test_a_committed_transaction_leaves_the_driver_outside_any_transaction
     await manager.send("private$/committed", BODY)
     async with store.engine.connect() as connection:
         raw = await connection.get_raw_connection()
-        if store._sqlite:
+        if store.db.sqlite:
             assert raw.driver_connection is not None
             assert not raw.driver_connection.in_transaction
         else:
@@ -195,9 +197,9 @@ async def test_an_error_on_the_driver_is_the_error_sqlalchemy_raises(
     raised = []
     for run in (_insert_through_sqlalchemy, driver_sql.execute_many):
         with pytest.raises(sa.exc.DBAPIError) as caught:
-            async with store._transaction() as connection:
-                await run(connection, statements.INSERT_MESSAGES, [row])
-                await run(connection, statements.INSERT_MESSAGES, [row])
+            async with store.db.transaction() as connection:
+                await run(connection, send_statements.INSERT_MESSAGES, [row])
+                await run(connection, send_statements.INSERT_MESSAGES, [row])
         raised.append(caught.value)
     through_sqlalchemy, on_the_driver = raised
     assert type(on_the_driver) is type(through_sqlalchemy) is sa.exc.IntegrityError
@@ -220,12 +222,12 @@ async def _deadlocked(store: SqlStore, first: int, second: int, run: Any) -> Bas
     holding = [asyncio.Event(), asyncio.Event()]
 
     async def lock(mine: int, theirs: int, held: asyncio.Event, other_held: asyncio.Event) -> None:
-        async with store._transaction() as connection:
+        async with store.db.transaction() as connection:
             await driver_sql.execute_text(connection, "SET LOCAL deadlock_timeout = '20ms'")
-            await run(connection, statements.QUEUE_ROOM_LOCKED, {"queue_ids": [mine]})
+            await run(connection, send_statements.QUEUE_ROOM_LOCKED, {"queue_ids": [mine]})
             held.set()
             await other_held.wait()
-            await run(connection, statements.QUEUE_ROOM_LOCKED, {"queue_ids": [theirs]})
+            await run(connection, send_statements.QUEUE_ROOM_LOCKED, {"queue_ids": [theirs]})
 
     outcomes = await asyncio.gather(
         lock(first, second, holding[0], holding[1]),
@@ -239,7 +241,7 @@ async def _deadlocked(store: SqlStore, first: int, second: int, run: Any) -> Bas
 async def test_a_deadlock_on_the_driver_is_the_error_sqlalchemy_raises(
     manager: QueueManager, store: SqlStore
 ) -> None:
-    if store._sqlite:
+    if store.db.sqlite:
         pytest.skip("SQLite has one writer at a time: its transactions never wait for each other's rows")
     first, second = await _stocked(manager)
     through_sqlalchemy = await _deadlocked(store, first, second, _through_sqlalchemy)
@@ -304,7 +306,7 @@ async def test_a_session_ended_within_a_transaction_fails_its_next_statement_as_
     assert isinstance(store, SqlStore)
     queue = await steady_manager.create_queue("private$/ended", QueueSettings())
     with pytest.raises(sa.exc.DBAPIError) as caught:
-        async with store._transaction() as connection:
+        async with store.db.transaction() as connection:
             [pid] = await driver_sql.scalars(connection, sa.select(sa.func.pg_backend_pid()), {})
             await anyio.to_thread.run_sync(_end_sessions, database_url, pid)
             await driver_sql.fetch(connection, statements.QUEUE_KEYS, {"queue_ids": [queue.id]})
@@ -336,11 +338,11 @@ async def test_sqlite_busy_at_begin_on_the_driver_is_unavailable(database_url: s
         async with store.engine.connect() as connection:  # the pool's one connection, waiting briefly
             await connection.exec_driver_sql("PRAGMA busy_timeout=20")
         with _write_lock_held(database_url), pytest.raises(sa.exc.OperationalError) as caught:
-            async with store._transaction():
+            async with store.db.transaction():
                 pass
         assert is_unavailable(caught.value)
         assert "locked" in str(caught.value.orig)
-        async with store._transaction() as connection:  # the lock is free again: served
+        async with store.db.transaction() as connection:  # the lock is free again: served
             assert await driver_sql.scalars(connection, statements.QUEUE_KEYS, {"queue_ids": [0]}) == []
     finally:
         await store.close()

@@ -102,8 +102,8 @@ async def test_a_send_committed_between_the_purges_batches_and_its_bulk_delete_i
     await manager.send(PATH, MessageProperties(body=b"plain"))  # purged in bulk, rightly
     store = manager.store
     assert isinstance(store, SqlStore)
-    batches = pause_after(monkeypatch, store, "_remove_followed")
-    purging = asyncio.create_task(store.purge_queue(orders.id, clock.now()))
+    batches = pause_after(monkeypatch, store.queues._removal, "_remove_followed")
+    purging = asyncio.create_task(store.queues.purge_queue(orders.id, clock.now()))
     await _within_limit(batches.reached.wait())
     sent = await _within_limit(other_process.send(PATH, MessageProperties(body=b"during", journal=DEAD)))
     assert sent.properties.body == b"during"  # the sender was told it is stored
@@ -129,8 +129,8 @@ async def test_a_send_during_a_queue_deletion_waits_for_it_and_is_refused(
     orders = await manager.create_queue(PATH, QueueSettings())
     store = manager.store
     assert isinstance(store, SqlStore)
-    batches = pause_after(monkeypatch, store, "_remove_followed")
-    deleting = asyncio.create_task(store.delete_queue(orders.id, clock.now()))
+    batches = pause_after(monkeypatch, store.queues._removal, "_remove_followed")
+    deleting = asyncio.create_task(store.queues.delete_queue(orders.id, clock.now()))
     await _within_limit(batches.reached.wait())
     sending = asyncio.create_task(other_process.send(PATH, MessageProperties(body=b"during", journal=DEAD)))
     await _until_waiting(database_url, 1, sending)

@@ -44,7 +44,7 @@ async def test_a_queue_deletion_and_a_receive_of_a_message_sent_after_its_hold_d
     journaled = await manager.create_queue(PATH, QueueSettings(journal=True))  # receives take the transaction
     deleting_store = other_process.store
     assert isinstance(deleting_store, SqlStore) and isinstance(manager.store, SqlStore)
-    hold = pause_after(monkeypatch, deleting_store, "_hold_messages")
+    hold = pause_after(monkeypatch, deleting_store.queues._removal, "_hold_messages")
     deleting = asyncio.create_task(other_process.delete_queue(PATH))
     await _within_limit(hold.reached.wait())
     await manager.send(PATH, MessageProperties(body=b"late", journal=DEAD))  # not held
@@ -56,7 +56,7 @@ async def test_a_queue_deletion_and_a_receive_of_a_message_sent_after_its_hold_d
     deleted, received = await _within_limit(asyncio.gather(deleting, receiving))
     assert [message.properties.body for message in received if isinstance(message, Message)] == [b"late"]
     assert deleted == 1  # the journal copy of the received message
-    assert await manager.store.find_queue(journaled.path) is None
+    assert await manager.store.queues.find_queue(journaled.path) is None
 
 
 async def test_a_purge_and_a_receive_earning_final_receipts_into_a_lower_outgoing_queue_do_not_deadlock(
@@ -77,7 +77,7 @@ async def test_a_purge_and_a_receive_earning_final_receipts_into_a_lower_outgoin
     assert isinstance(store, SqlStore) and store.policy is not None
     outgoing_path = store.policy.remote_queue(f"DIRECT={RECEIPTS_URL}")
     assert outgoing_path is not None
-    outgoing = await store.ensure_outgoing_queue(outgoing_path, clock.now())
+    outgoing = await store.outgoing.ensure_outgoing_queue(outgoing_path, clock.now())
     orders = await manager.create_queue(PATH, QueueSettings(transactional=True))
     assert outgoing.queue.id < orders.id
 
@@ -91,8 +91,8 @@ async def test_a_purge_and_a_receive_earning_final_receipts_into_a_lower_outgoin
     assert await stream_message(1) is not None
     purging_store = other_process.store
     assert isinstance(purging_store, SqlStore)
-    mark = pause_after(monkeypatch, purging_store, "_mark_purged")
-    lock = pause_after(monkeypatch, purging_store, "_lock_removal_targets")
+    mark = pause_after(monkeypatch, purging_store.queues._removal, "_mark_purged")
+    lock = pause_after(monkeypatch, purging_store.queues._removal, "_lock_removal_targets")
     purging = asyncio.create_task(other_process.purge_queue(PATH))
     await _within_limit(mark.reached.wait())
     assert await stream_message(2) is not None  # not marked: the receive may take it
