@@ -132,7 +132,7 @@ def _on_store(command: Command) -> Callable[[Settings, argparse.Namespace], int]
 
 
 async def _with_manager(settings: Settings, arguments: argparse.Namespace, command: Command) -> Any:
-    store = SqlStore(make_engine(settings.database_url))
+    store = SqlStore(make_engine(settings.database_url, driver_sql=settings.driver_sql))
     try:
         manager = QueueManager(
             store, LocalWakeUps(settings.wake_poll_interval_s), SystemClock(), settings.manager_config()

@@ -13,11 +13,18 @@ statement), and commit and rollback go through SQLAlchemy as before.
 
 Errors are raised as SQLAlchemy raises them (`_raise_as_sqlalchemy`), so the seams of
 `storage/errors.py` see the same exceptions. A connection that did not come from `begin`
-(another driver, or a caller's own connection) runs the statements through SQLAlchemy.
+(another driver, or a caller's own connection) runs the statements through SQLAlchemy, and so
+does every connection of an engine made with `make_engine(..., driver_sql=False)`
+(MSMQGW_DRIVER_SQL=false), or when the SQLAlchemy internals this module uses are not there
+(`INTERNALS_PRESENT`, checked at import: an SQLAlchemy release that changed them is slower,
+never wrong). tests/contract/test_driver_sql.py runs every statement the store sends here
+both ways and compares the rows and the errors.
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
 import operator
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +37,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.compiler import SQLCompiler
 
 Row = dict[str, Any]
+log = logging.getLogger(__name__)
+ENABLED = "msmqgw_driver_sql"
+"""Engine execution option: False runs every statement through SQLAlchemy (storage.engine)."""
 _MOST_FORMS = 256
 """Compiled forms kept per statement (one per length of its IN lists, or per row count)."""
 
@@ -101,26 +111,64 @@ async def begin(connection: AsyncConnection) -> None:
     _BEGUN[connection] = driver
 
 
+def internals_present() -> bool:
+    """Whether the SQLAlchemy internals this module relies on are there, as 2.1 has them:
+    asyncpg's adapter begins its transaction through `_start_transaction` and tracks it in
+    `_transaction`; both adapters translate driver errors with `_handle_exception`; a
+    connection wraps DB-API errors with `_handle_dbapi_exception`; a compiled statement expands
+    IN lists with `construct_expanded_state`."""
+    try:
+        from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
+        from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_connection
+
+        parameters = list(inspect.signature(sa.Connection._handle_dbapi_exception).parameters)
+        return (
+            inspect.iscoroutinefunction(AsyncAdapt_asyncpg_connection._start_transaction)
+            and "_transaction" in AsyncAdapt_asyncpg_connection.__slots__
+            and callable(AsyncAdapt_asyncpg_connection._handle_exception)
+            and callable(AsyncAdapt_aiosqlite_connection._handle_exception)
+            and parameters[:6] == ["self", "e", "statement", "parameters", "cursor", "context"]
+            and callable(SQLCompiler.construct_expanded_state)
+        )
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return False
+
+
+INTERNALS_PRESENT = internals_present()
+if not INTERNALS_PRESENT:
+    log.warning(
+        "SQLAlchemy %s: the driver path is off, every statement runs through SQLAlchemy", sa.__version__
+    )
+
+
 def _driver_of(connection: AsyncConnection) -> _Driver | None:
-    """The connection's driver connection, or None for a driver this module does not know."""
+    """The connection's driver connection, or None: a driver this module does not know, the
+    driver path switched off for the engine, or SQLAlchemy's internals not as expected."""
     kind = _DRIVERS.get(connection.dialect.driver)
-    if kind is None:
+    if kind is None or not INTERNALS_PRESENT:
         return None
     # Checked out: the pooled connection is at hand without a trip through a greenlet
     # (get_raw_connection makes one).
     sync_connection = connection.sync_connection
     assert sync_connection is not None
+    if sync_connection.get_execution_options().get(ENABLED) is False:
+        return None
     raw = sync_connection.connection
     return kind(raw.driver_connection, raw.dbapi_connection)
 
 
 async def read(connection: AsyncConnection, statement: sa.Executable, values: Mapping[str, Any]) -> list[Row]:
-    """One statement on a connection that has begun no transaction, straight on the driver
-    (`fetch` runs it through SQLAlchemy on another driver): on PostgreSQL it is its own
-    transaction (no BEGIN and ROLLBACK round trips), on SQLite an implicit read."""
+    """One statement that is its own transaction, on a connection that has begun none:
+    straight on the driver, where on PostgreSQL it commits as it runs (no BEGIN and COMMIT
+    round trips) and on SQLite it is an implicit read; through SQLAlchemy (another driver, or
+    the driver path off), in a transaction committed at once. It used to be left to roll back
+    there, so a plain send or receive through SQLAlchemy changed nothing (found by
+    tests/contract/test_driver_sql.py, which runs the store with the driver path off)."""
     driver = None if connection.in_transaction() else _driver_of(connection)
-    if driver is None:
-        return await fetch(connection, statement, values)
+    if driver is None:  # through SQLAlchemy, which begins a transaction: the statement's own
+        found = await fetch(connection, statement, values)
+        await connection.commit()
+        return found
     return await _rows(connection, driver, statement, values)
 
 

@@ -46,7 +46,9 @@ async def insert_messages(
         merged = send_statements.insert_values_adding_to_totals(len(values), tuple(values[0]))
         await driver_sql.fetch(connection, merged, driver_sql.numbered(values))
     else:
-        columns = {column: [value[column] for value in values] for column in values[0]}
+        columns = {
+            send_statements.value_name(column): [value[column] for value in values] for column in values[0]
+        }
         await driver_sql.fetch(connection, send_statements.INSERT_ARRAYS_ADDING_TO_TOTALS, columns)
     Database.changed(connection, (value["queue_id"] for value in values if value["state"] == AVAILABLE))
     return values

@@ -63,7 +63,9 @@ def _counters(taken: sa.ColumnElement[Any], one: bool = False) -> sa.Select[Any]
     chosen = sa.select(taken).where(sa.func.pg_current_xact_id().is_not(None))
     if one:
         return chosen
-    return chosen.select_from(sa.func.generate_series(1, sa.bindparam("count", type_=sa.Integer)))
+    return chosen.select_from(
+        sa.func.generate_series(sql_rules.constant(1), sa.bindparam("count", type_=sa.Integer))
+    )
 
 
 NEXT_COUNTERS = _counters(message_counter.next_value())
@@ -98,6 +100,21 @@ def _adding_to_totals(insert: sa.Insert) -> sa.Update:
     return onto_totals(insert.returning(m.queue_id, m.body_size).cte("inserted"), sign=1)
 
 
+def value_name(column: str) -> str:
+    """The parameter that carries a message column's value (or array of values) in a statement
+    with a data-modifying CTE: never a column's own name. Executed through SQLAlchemy with a
+    parameter named like a column of `queues` (label, transactional, journal), the statement's
+    UPDATE of the totals would also SET that column from it (SQLAlchemy takes the parameters'
+    names as the columns a DML statement writes); only the driver path, which compiles without
+    them, ran it right (tests/contract/test_driver_sql.py runs both)."""
+    return f"new_{column}"
+
+
+def values_named(row: dict[str, Any]) -> dict[str, Any]:
+    """A message row's values under their value_name."""
+    return {value_name(column): value for column, value in row.items()}
+
+
 def _unbounded(type_: Any) -> Any:
     """A cast's type without its length: an explicit cast to VARCHAR(n) cuts a longer value
     silently, where the INSERT's own assignment to the column refuses it, as a plain value is."""
@@ -107,7 +124,10 @@ def _unbounded(type_: Any) -> Any:
 def _arrays() -> sa.Insert:
     # Untyped values cast in SQL: asyncpg encodes the lists itself, and a typed ARRAY's bind
     # processor would walk every list in Python (a quarter of a one-message send's CPU).
-    arrays = [sa.cast(sa.bindparam(column.name), postgresql.ARRAY(_unbounded(column.type))) for column in m]
+    arrays = [
+        sa.cast(sa.bindparam(value_name(column.name)), postgresql.ARRAY(_unbounded(column.type)))
+        for column in m
+    ]
     arrived = (
         sa.func.unnest(*arrays)
         .table_valued(*(sa.column(column.name, column.type) for column in m))
@@ -137,8 +157,8 @@ def insert_values_adding_to_totals(count: int, keys: tuple[str, ...]) -> sa.Upda
 
 INSERT_ARRAYS_ADDING_TO_TOTALS = _adding_to_totals(_arrays())
 """PostgreSQL: INSERT_MESSAGES and ADD_TO_TOTALS in one statement: the rows as one array per
-column (`:lookup_id`, `:queue_id`, ... in `messages`' columns), inserted in a data-modifying
-CTE whose rows are summed per queue. The UPDATE ... FROM may lock the queues' rows in any
+column (`:new_lookup_id`, `:new_queue_id`, ... in `messages`' columns: value_name), inserted
+in a data-modifying CTE whose rows are summed per queue. The UPDATE ... FROM may lock the queues' rows in any
 order, so only for a transaction that holds them all already (the send after
 QUEUE_ROOM_WITH_COUNTERS) or that changes one queue: elsewhere a second row could be locked
 before a lower ID, against the lock order (tests/contract/test_lock_order.py)."""
@@ -186,14 +206,14 @@ def _enqueue_plain(single: bool) -> sa.Select[Any]:
     ).subquery("ranked")
     if single:  # plain values: asyncpg encodes them in about half the CPU of arrays
         values: list[sa.ColumnElement[Any]] = [
-            sa.cast(sa.bindparam(name, type_=m[name].type), _unbounded(m[name].type))
+            sa.cast(sa.bindparam(value_name(name), type_=m[name].type), _unbounded(m[name].type))
             for name in PLAIN_SEND_COLUMNS
         ]
         source: sa.FromClause = ranked
-        priority: sa.ColumnElement[Any] = sa.bindparam("priority", type_=m.priority.type)
+        priority: sa.ColumnElement[Any] = sa.bindparam(value_name("priority"), type_=m.priority.type)
     else:
         arrays = [
-            sa.cast(sa.bindparam(name), postgresql.ARRAY(_unbounded(m[name].type)))
+            sa.cast(sa.bindparam(value_name(name)), postgresql.ARRAY(_unbounded(m[name].type)))
             for name in PLAIN_SEND_COLUMNS
         ]
         columns = (sa.column(name, m[name].type) for name in PLAIN_SEND_COLUMNS)
@@ -223,7 +243,7 @@ def _enqueue_plain(single: bool) -> sa.Select[Any]:
 
 
 ENQUEUE_PLAIN_ONE = _enqueue_plain(single=True)
-"""ENQUEUE_PLAIN for one message, its values plain (`:queue_id`, `:body`, ...)."""
+"""ENQUEUE_PLAIN for one message, its values plain (`:new_queue_id`, `:new_body`, ...: value_name)."""
 ENQUEUE_PLAIN = _enqueue_plain(single=False)
 """PostgreSQL, one statement that is its own transaction: `:count` messages for one queue
 (`:queue`, if its path key is still `:key`), stored only if neither the queue nor the queue

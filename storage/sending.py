@@ -118,11 +118,12 @@ class Sender:
         values = [rows.message_values(item, 0, "") for item in items]
         arguments: dict[str, Any]
         if len(values) == 1:
-            statement, arguments = send_statements.ENQUEUE_PLAIN_ONE, dict(values[0])
+            statement, arguments = send_statements.ENQUEUE_PLAIN_ONE, send_statements.values_named(values[0])
         else:
             statement = send_statements.ENQUEUE_PLAIN
             arguments = {
-                name: [value[name] for value in values] for name in send_statements.PLAIN_SEND_COLUMNS
+                send_statements.value_name(name): [value[name] for value in values]
+                for name in send_statements.PLAIN_SEND_COLUMNS
             }
         arguments |= {
             "queue": items[0].queue_id,

@@ -32,7 +32,7 @@ def constant(value: int) -> sa.ColumnElement[int]:
 
 def lookup_id(priority: sa.ColumnElement[Any], counter: sa.ColumnElement[Any]) -> sa.ColumnElement[int]:
     """rules.lookup_id_for: high byte 7 - priority, low 56 bits the counter."""
-    rank = sa.cast(sa.literal(MAX_PRIORITY) - priority, sa.BigInteger)
+    rank = sa.cast(constant(MAX_PRIORITY) - priority, sa.BigInteger)
     return rank.op("<<")(constant(COUNTER_BITS)).op("|")(counter.op("&")(constant(COUNTER_MASK)))
 
 

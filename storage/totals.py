@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage import driver_sql
+from storage.sql_rules import constant
 from storage.tables import queues
 
 q = queues.c
@@ -33,12 +34,14 @@ def onto_totals(changed: sa.CTE, sign: int) -> sa.Update:
     """The rows of a data-modifying CTE (with their `queue_id` and `body_size`) counted and
     summed per queue onto its totals, added (sign 1) or subtracted (-1). The UPDATE ... FROM
     may lock the queues' rows in any order: only for a statement that changes one queue or
-    whose transaction holds every one of those rows already (docs/store.md)."""
+    whose transaction holds every one of those rows already (docs/store.md). The sign is
+    written into the SQL: as an anonymous bound value inside a CTE the statement could not be
+    run through SQLAlchemy's execution layer ("a value is required"), only on the driver."""
     added = (
         sa.select(
             changed.c.queue_id,
-            (sa.func.count() * sign).label("number"),
-            (sa.cast(sa.func.sum(changed.c.body_size), sa.BigInteger) * sign).label("bytes"),
+            (sa.func.count() * constant(sign)).label("number"),
+            (sa.cast(sa.func.sum(changed.c.body_size), sa.BigInteger) * constant(sign)).label("bytes"),
         )
         .group_by(changed.c.queue_id)
         .subquery("added")

@@ -4,7 +4,6 @@ through SQLAlchemy, inside SQLAlchemy's transaction, and SQLAlchemy's errors whe
 from __future__ import annotations
 
 import asyncio
-import inspect
 import sqlite3
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -14,8 +13,6 @@ from typing import Any
 import anyio
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
-from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.clock import SettableClock
@@ -33,6 +30,7 @@ from storage.inserts import insert_messages
 from storage.receiving import _hold, _take
 from storage.statements import TargetShape
 from storage.store import SqlStore
+from storage.wakeups import LocalWakeUps
 from tests.contract.support import store_message
 
 pytestmark = pytest.mark.anyio
@@ -350,11 +348,133 @@ async def test_sqlite_busy_at_begin_on_the_driver_is_unavailable(database_url: s
 
 def test_the_library_internals_the_driver_path_uses_are_still_there() -> None:
     """storage/driver_sql.py begins asyncpg's transaction through SQLAlchemy's adapter and
-    raises errors through SQLAlchemy's own translation; an upgrade that renames them fails
-    here by name (the contract tests above fail too, less plainly)."""
-    assert inspect.iscoroutinefunction(AsyncAdapt_asyncpg_connection._start_transaction)
-    assert "_transaction" in AsyncAdapt_asyncpg_connection.__slots__
-    for adapter in (AsyncAdapt_asyncpg_connection, AsyncAdapt_aiosqlite_connection):
-        assert callable(adapter._handle_exception)
-    parameters = list(inspect.signature(sa.Connection._handle_dbapi_exception).parameters)
-    assert parameters[:6] == ["self", "e", "statement", "parameters", "cursor", "context"]
+    raises errors through SQLAlchemy's own translation; an upgrade that renames them turns the
+    driver path off (INTERNALS_PRESENT) and fails here by name."""
+    assert driver_sql.internals_present() and driver_sql.INTERNALS_PRESENT
+
+
+_NUMBERED = ("lookup_id", "message_id", "counters", "counter")
+"""Columns that take fresh counters (a PostgreSQL sequence is not rolled back): compared by type."""
+
+
+def _comparable(found: list[list[tuple[str, type, Any]]]) -> list[list[tuple[str, type, Any]]]:
+    return [[(key, kind, None if key in _NUMBERED else value) for key, kind, value in row] for row in found]
+
+
+@contextmanager
+def _recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, Any, Any]]]:
+    """Every statement the store sends on the driver path in the block, with its values."""
+    seen: list[tuple[str, Any, Any]] = []
+    for name in ("fetch", "read", "scalars", "execute_many", "insert_returning"):
+        run = getattr(driver_sql, name)
+
+        async def recording(
+            connection: Any, statement: Any, values: Any, _run: Any = run, _name: str = name
+        ) -> Any:
+            seen.append((_name, statement, values))
+            return await _run(connection, statement, values)
+
+        monkeypatch.setattr(driver_sql, name, recording)
+    yield seen
+    monkeypatch.undo()
+
+
+async def _outcome(run: Any, store: SqlStore, kind: str, statement: Any, values: Any) -> Any:
+    """The statement's rows (or its error's type and SQLSTATE) in a transaction rolled back."""
+    try:
+        with pytest.raises(_RolledBack):
+            async with store.db.transaction() as connection:
+                found = await run(connection, kind, statement, values)
+                raise _RolledBack
+    except sa.exc.DBAPIError as error:
+        return type(error), getattr(error.orig, "sqlstate", None) or type(error.orig).__name__
+    return _comparable(_typed(found))
+
+
+def _first_columns(found: list[Any], statement: Any) -> list[Any]:
+    """`scalars`' rows: the first column's value (the driver path does not name it)."""
+    counting = statement in (send_statements.NEXT_COUNTERS, send_statements.RAISE_COUNTER)
+    return [{"counter" if counting else "value": next(iter(row.values()))} for row in found]
+
+
+async def _by_sqlalchemy(connection: AsyncConnection, kind: str, statement: Any, values: Any) -> list[Any]:
+    many = kind in ("execute_many", "insert_returning")
+    result = await connection.execute(statement, list(values) if many else values)
+    found = [dict(row) for row in result.mappings()] if result.returns_rows else []
+    return _first_columns(found, statement) if kind == "scalars" else found
+
+
+async def _on_the_driver(connection: AsyncConnection, kind: str, statement: Any, values: Any) -> list[Any]:
+    if kind == "execute_many":
+        await driver_sql.execute_many(connection, statement, values)
+        return []
+    if kind == "insert_returning":
+        return await driver_sql.insert_returning(connection, statement, values)
+    found = await driver_sql.fetch(connection, statement, values)
+    return _first_columns(found, statement) if kind == "scalars" else found
+
+
+async def test_every_statement_the_store_sends_on_the_driver_gives_what_sqlalchemy_gives(
+    manager: QueueManager, reader: QueueReader, store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's work of every kind (plain, admitted, duplicate-keyed, transactional and
+    multi-queue sends; plain, journaled, acknowledged, batched and two-phase receives; placed
+    copies), recorded as it runs on the driver path; then each statement run again both ways,
+    through SQLAlchemy and on the driver, on the same database: the same rows, or the same
+    error (a key already there, a row gone)."""
+    first, second = await _stocked(manager)
+    admin = await manager.create_queue("private$/driver-admin", QueueSettings(quota_kb=1000))
+    await manager.create_queue("private$/driver-x", QueueSettings(transactional=True))
+    acknowledged = MessageProperties(
+        body=b"ack", admin_queue="DIRECT=OS:.\\private$\\driver-admin", acknowledge=3
+    )
+    with _recorded(monkeypatch) as seen:
+        await manager.send("private$/driver-b", BODY)
+        await manager.send("private$/driver-admin", BODY)
+        await manager.send("private$/driver-a", acknowledged)
+        await manager.deliver("private$/driver-b", BODY, duplicate_key="{key}\\1")
+        await manager.deliver("private$/driver-b", BODY, duplicate_key="{key}\\1")
+        await store.messages.enqueue(
+            [store_message(manager, queue_id, BODY) for queue_id in (second, first, admin.id) * 5]
+        )
+        transaction = await manager.begin_transaction()
+        await manager.send("private$/driver-x", BODY, transaction.id)
+        await manager.commit(transaction.id)
+        for path in ("private$/driver-a", "private$/driver-b", "private$/driver-x"):
+            await reader.receive(path, 0)
+        await reader.receive_many("private$/driver-b", 0, 3)
+        locked = await reader.receive_locked("private$/driver-a", 0, 10)
+        assert locked is not None
+        await reader.end_lock(locked[1], commit=True)
+    assert len({id(statement) for _, statement, _ in seen}) >= 8, seen
+    for kind, statement, values in seen:
+        through_sqlalchemy = await _outcome(_by_sqlalchemy, store, kind, statement, values)
+        on_the_driver = await _outcome(_on_the_driver, store, kind, statement, values)
+        assert on_the_driver == through_sqlalchemy, (kind, str(statement)[:200])
+
+
+async def test_with_the_driver_path_off_every_statement_runs_through_sqlalchemy(
+    database_url: str, clock: SettableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MSMQGW_DRIVER_SQL=false (make_engine(..., driver_sql=False)): the same results, and no
+    statement on the driver."""
+    store = SqlStore(make_engine(database_url, driver_sql=False))
+    manager = QueueManager(store, LocalWakeUps(), clock, ManagerConfig())
+    try:
+        await manager.start()
+        await manager.create_queue("private$/plain", QueueSettings())
+        driver = driver_sql._DRIVERS["aiosqlite" if store.db.sqlite else "asyncpg"]
+        on_the_driver: list[str] = []
+        rows_of = driver.rows
+
+        async def recorded(self: Any, sql: str, values: Any) -> Any:
+            on_the_driver.append(sql)
+            return await rows_of(self, sql, values)
+
+        monkeypatch.setattr(driver, "rows", recorded)
+        sent = await manager.send("private$/plain", BODY)
+        received = await QueueReader(manager).receive("private$/plain", 0)
+        assert received is not None and received.lookup_id == sent.lookup_id
+        assert on_the_driver == []
+    finally:
+        await store.close()

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import storage.removal
 from qm.clock import SettableClock
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
@@ -133,3 +134,29 @@ async def test_a_message_received_in_a_transaction_whose_queue_is_deleted_has_on
     assert [(copy.properties.body, copy.properties.message_class) for copy in dead] == [(b"held", 0xC000)]
     [back] = await everything(reader, ELSEWHERE)
     assert (back.properties.body, back.abort_count) == (b"elsewhere", 1)
+
+
+async def test_a_queue_deletion_that_never_holds_every_message_gives_up_and_deletes_nothing(
+    manager: QueueManager, reader: QueueReader, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if a send landed between the deletion's hold of the messages and its lock of the
+    # queue's row every time: it used to retry for ever (a livelock under a steady stream of
+    # sends); now it gives up after CLOSE_ATTEMPTS with a clear error, and nothing changed.
+    _postgres_only(database_url)
+    await manager.create_queue(PATH, QueueSettings())
+    await manager.send(PATH, MessageProperties(body=b"kept", journal=DEAD))
+    attempts: list[int] = []
+
+    async def never_all_held(*_arguments: Any) -> bool:
+        attempts.append(1)
+        return False
+
+    monkeypatch.setattr(storage.removal, "_all_held", never_all_held)
+    monkeypatch.setattr(storage.removal, "CLOSE_BACKOFF_S", 0.001)
+    with pytest.raises(MqError) as refused:
+        await _within_limit(manager.delete_queue(PATH))
+    assert refused.value.code is MqErrorCode.MQ_ERROR_SERVICE_NOT_AVAILABLE
+    assert "gave up" in str(refused.value)
+    assert len(attempts) == storage.removal.CLOSE_ATTEMPTS
+    assert [message.properties.body for message in await everything(reader, PATH)] == [b"kept"]
+    assert await everything(reader, "system$;deadletter") == []
