@@ -114,7 +114,15 @@ def migrate(database: Database) -> None:
 
 def _environment(database: Database, settings: dict[str, str]) -> dict[str, str]:
     environment = {name: value for name, value in os.environ.items() if not name.startswith("MSMQGW_")}
-    return environment | {"MSMQGW_DATABASE_URL": database.url, **settings}
+    return environment | {"MSMQGW_DATABASE_URL": database.url, **_ab_settings(), **settings}
+
+
+def _ab_settings() -> dict[str, str]:
+    """MSMQGW_BENCH_SETTINGS, `NAME=value,NAME=value`: settings for every gateway of the run, for
+    an A/B of one setting in the same session (e.g. MSMQGW_DRIVER_SQL=false)."""
+    listed = os.environ.get("MSMQGW_BENCH_SETTINGS", "")
+    pairs = (item.split("=", 1) for item in listed.split(",") if "=" in item)
+    return {name.strip(): value.strip() for name, value in pairs}
 
 
 class Gateway:

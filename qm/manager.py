@@ -30,8 +30,8 @@ from qm.model import (
 from qm.paths import QueueKind, QueuePath, SystemQueue, parse_queue_path, system_queue_path
 from qm.receipts import StreamReceipts
 from qm.sending import Sending
-from qm.store import Claim, ReleaseReport, Selector, Store, TransactionRecord
-from qm.streams import StreamPosition, StreamReceiptDue
+from qm.store import Claim, ReleaseReport, Store, TransactionRecord
+from qm.streams import StreamReceiptDue
 from qm.transactions import SINGLE_MESSAGE_TRANSACTION as SINGLE_MESSAGE_TRANSACTION
 from qm.transactions import Transactions
 from qm.waiting import Abandonment as Abandonment
@@ -64,6 +64,11 @@ class QueueManager:
         self._receipts = StreamReceipts(self)
         self._expiry = Expiry(self)
         self._waiting = Waiting(self)
+        self.deliver = self._sending.deliver
+        """Enqueue a message that may arrive more than once (qm.sending.Sending.deliver)."""
+        self.final_receipt_received = self._receipts.final_receipt_received
+        self._take_waiting = self._waiting.take_waiting
+        self._wait = self._waiting.wait
 
     # -- identity ---------------------------------------------------------------------
 
@@ -207,22 +212,6 @@ class QueueManager:
         assert sent is not None  # without a duplicate key nothing is a duplicate
         return sent
 
-    async def deliver(
-        self,
-        path_text: str,
-        properties: MessageProperties,
-        transaction: str | None = None,
-        duplicate_key: str | None = None,
-        boundaries: tuple[bool, bool] | None = None,
-        stream: StreamPosition | None = None,
-    ) -> Message | None:
-        """Enqueue a message that may arrive more than once (SRMP retries): None when
-        `duplicate_key` was seen within the duplicate window, and nothing is stored.
-        `boundaries` are the sender's first/last-in-transaction marks (SRMP `<Eod>`)."""
-        return await self._sending.deliver(
-            path_text, properties, transaction, duplicate_key, boundaries, stream
-        )
-
     def outbound_target(self, url: str) -> str | None:
         """Where an outbound POST for `url` really goes, or None when its host is not allowed."""
         config = self.config
@@ -261,13 +250,6 @@ class QueueManager:
     async def outgoing_stream_acknowledged(self, stream_id: str, last_ordinal: int) -> int | None:
         return await self._receipts.outgoing_stream_acknowledged(stream_id, last_ordinal)
 
-    async def final_receipt_received(
-        self, stream_id: str, original_message_id: str, positive: bool, message_class: int | None
-    ) -> bool | None:
-        return await self._receipts.final_receipt_received(
-            stream_id, original_message_id, positive, message_class
-        )
-
     async def stream_receipt_failed(self, due: StreamReceiptDue, retry: bool) -> None:
         await self._receipts.stream_receipt_failed(due, retry)
 
@@ -289,26 +271,6 @@ class QueueManager:
 
     def _as_read(self, message: Message) -> Message:
         return self._waiting.as_read(message)
-
-    async def _take_waiting(
-        self,
-        queue: Queue,
-        selector: Selector,
-        claim: Claim,
-        timeout_ms: int,
-        abandoned: Abandonment | None = None,
-    ) -> Message | None:
-        return await self._waiting.take_waiting(queue, selector, claim, timeout_ms, abandoned)
-
-    async def _wait(
-        self,
-        queue: Queue,
-        attempt: Attempt,
-        timeout_ms: int,
-        abandoned: Abandonment | None = None,
-        takes_first: bool = False,
-    ) -> Message | None:
-        return await self._waiting.wait(queue, attempt, timeout_ms, abandoned, takes_first)
 
 
 def _apply(settings: QueueSettings, changes: QueueChanges) -> QueueSettings:
