@@ -18,8 +18,9 @@ from storage import rows, statements
 from storage.consequences import Consequences
 from storage.counters import Counters
 from storage.database import Database
+from storage.group_commit import GroupCommit
 from storage.holds import delete_rows, unlock
-from storage.receiving import Receiver
+from storage.receiving import Receiver, ReceiveRequest
 from storage.sending import EnqueueRequest, Sender
 from storage.tables import LOCKED, TXN_ENQUEUE, messages
 
@@ -34,12 +35,12 @@ class SqlMessages:
         self._counters = counters
 
     @property
-    def group_commit(self) -> Any:
+    def group_commit(self) -> GroupCommit[EnqueueRequest, list[EnqueueResult]]:
         """The sends' group commit (its `stats`)."""
         return self.sender.group_commit
 
     @property
-    def receive_group(self) -> Any:
+    def receive_group(self) -> GroupCommit[ReceiveRequest, Message | None]:
         """The plain receives' group commit (its `stats`)."""
         return self.receiver.receive_group
 

@@ -142,7 +142,7 @@ class Removal:
     async def _abort_holders(
         self, connection: AsyncConnection, holders: Sequence[str], consequences: Consequences, now: datetime
     ) -> Settlement:
-        """Abort each transaction as its abort would (TransactionStore._end_rows), message rows
+        """Abort each transaction as its abort would (TransactionEnds.end_rows), message rows
         only: a message it sent into the queue never reached it; one it received from the queue
         is back in it, to be deleted with it (reason QUEUE_DELETED); its work elsewhere is
         undone too, a transaction being one unit. Its commit then fails with

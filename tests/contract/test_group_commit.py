@@ -170,7 +170,7 @@ async def test_a_receive_cancelled_while_its_batch_runs_takes_nothing(
     """The caller is cancelled after its message was taken but before the commit: the batch
     is rolled back and runs again without it, so the message stays in the queue. The queue
     journals, so that the receive runs as a transaction on PostgreSQL too (a plain one there
-    commits in the statement that takes the message: MessageStore._take_plain_first)."""
+    commits in the statement that takes the message: Receiver._take_plain_first)."""
     await new_queue(manager, PATH, QueueSettings(journal=True))
     await manager.send(PATH, MessageProperties(body=b"only"))
     queue = await manager.get_queue(PATH)
