@@ -189,8 +189,9 @@ async def fetch(
     """The statement's rows as dicts keyed as SQLAlchemy keys them (none for a statement
     that returns no rows)."""
     driver: _Driver | None = _BEGUN.get(connection)
-    if driver is None:
-        return [dict(row) for row in (await connection.execute(statement, values)).mappings()]
+    if driver is None:  # as the driver path answers: no rows for a statement that returns none
+        result = await connection.execute(statement, values)
+        return [dict(row) for row in result.mappings()] if result.returns_rows else []
     return await _rows(connection, driver, statement, values)
 
 

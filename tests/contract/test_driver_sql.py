@@ -475,6 +475,12 @@ async def test_with_the_driver_path_off_every_statement_runs_through_sqlalchemy(
         sent = await manager.send("private$/plain", BODY)
         received = await QueueReader(manager).receive("private$/plain", 0)
         assert received is not None and received.lookup_id == sent.lookup_id
+        await manager.create_queue("private$/admitted", QueueSettings(quota_kb=1000, journal=True))
+        keyed = await manager.deliver("private$/admitted", BODY, duplicate_key="{key}\\1")
+        assert keyed is not None
+        assert await manager.deliver("private$/admitted", BODY, duplicate_key="{key}\\1") is None
+        again = await QueueReader(manager).receive("private$/admitted", 0)
+        assert again is not None and again.lookup_id == keyed.lookup_id
         assert on_the_driver == []
     finally:
         await store.close()
