@@ -132,7 +132,7 @@ def _on_store(command: Command) -> Callable[[Settings, argparse.Namespace], int]
 
 
 async def _with_manager(settings: Settings, arguments: argparse.Namespace, command: Command) -> Any:
-    store = SqlStore(make_engine(settings.database_url))
+    store = SqlStore(make_engine(settings.database_url, driver_sql=settings.driver_sql))
     try:
         manager = QueueManager(
             store, LocalWakeUps(settings.wake_poll_interval_s), SystemClock(), settings.manager_config()
@@ -250,17 +250,17 @@ def _message_commands(commands: Any) -> None:
 
 
 async def _trigger_list(manager: QueueManager, _reader: QueueReader, _arguments: argparse.Namespace) -> Any:
-    admin = TriggerAdmin(manager, manager.store, AllowList())
+    admin = TriggerAdmin(manager, manager.store.triggers, AllowList())
     names = {rule.id: rule.name for rule in await admin.rules()}
     return [TriggerOut.of(trigger, names).model_dump(mode="json") for trigger in await admin.triggers()]
 
 
 async def _rule_list(manager: QueueManager, _reader: QueueReader, _arguments: argparse.Namespace) -> Any:
-    return [RuleOut.of(rule).model_dump(mode="json") for rule in await manager.store.list_rules()]
+    return [RuleOut.of(rule).model_dump(mode="json") for rule in await manager.store.triggers.list_rules()]
 
 
 async def _trigger_log(manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace) -> Any:
-    admin = TriggerAdmin(manager, manager.store, AllowList())
+    admin = TriggerAdmin(manager, manager.store.triggers, AllowList())
     entries = await admin.invocations(arguments.trigger, arguments.after, arguments.limit)
     return [InvocationOut.of(entry).model_dump(mode="json") for entry in entries]
 

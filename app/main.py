@@ -72,7 +72,9 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = SqlStore(make_engine(settings.database_url), settings.group_commit())
+        store = SqlStore(
+            make_engine(settings.database_url, driver_sql=settings.driver_sql), settings.group_commit()
+        )
         wakeups = make_wakeups(settings.database_url, settings.wake_poll_interval_s)
         await wakeups.start()
         manager = QueueManager(store, wakeups, clock or SystemClock(), settings.manager_config())

@@ -116,6 +116,13 @@ class Settings(BaseSettings):
         "or database server crashes, as in MSMQ); durable: like recoverable ones",
     )
 
+    driver_sql: bool = Field(
+        True,
+        description="Run the hot statements straight on the database driver inside SQLAlchemy's "
+        "transaction (storage/driver_sql.py); false: everything through SQLAlchemy (slower; for an "
+        "SQLAlchemy release the gateway has not been checked against)",
+    )
+
     def group_commit(self) -> GroupCommitConfig:
         return GroupCommitConfig(
             self.group_commit_max_batch,

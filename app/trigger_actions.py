@@ -101,9 +101,9 @@ class TriggerRuntime:
 
     def __init__(self, manager: QueueManager, store: Store, settings: Settings) -> None:
         allow_list = settings.trigger_allow_list()
-        self.admin = TriggerAdmin(manager, store, allow_list)
+        self.admin = TriggerAdmin(manager, store.triggers, allow_list)
         self._runner = HttpAndCommandRunner(allow_list)
-        self.service = TriggerService(manager, store, self._runner, settings.trigger_config())
+        self.service = TriggerService(manager, store.triggers, self._runner, settings.trigger_config())
         self._task: asyncio.Task[None] | None = None
         if settings.triggers_enabled:
             refresh = settings.trigger_refresh_interval_s

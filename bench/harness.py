@@ -25,8 +25,10 @@ from pathlib import Path
 import psutil
 
 POSTGRES_ADMIN = os.environ.get("MSMQGW_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
-READY_ATTEMPTS = 400
+READY_ATTEMPTS = 2400
 READY_INTERVAL_S = 0.05
+"""Up to two minutes for a gateway to answer /healthz: `serve --workers 2` on a machine other
+work keeps busy (load 15 on two cores) took longer than the 20 s allowed before."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,15 @@ def migrate(database: Database) -> None:
 
 def _environment(database: Database, settings: dict[str, str]) -> dict[str, str]:
     environment = {name: value for name, value in os.environ.items() if not name.startswith("MSMQGW_")}
-    return environment | {"MSMQGW_DATABASE_URL": database.url, **settings}
+    return environment | {"MSMQGW_DATABASE_URL": database.url, **_ab_settings(), **settings}
+
+
+def _ab_settings() -> dict[str, str]:
+    """MSMQGW_BENCH_SETTINGS, `NAME=value,NAME=value`: settings for every gateway of the run, for
+    an A/B of one setting in the same session (e.g. MSMQGW_DRIVER_SQL=false)."""
+    listed = os.environ.get("MSMQGW_BENCH_SETTINGS", "")
+    pairs = (item.split("=", 1) for item in listed.split(",") if "=" in item)
+    return {name.strip(): value.strip() for name, value in pairs}
 
 
 class Gateway:

@@ -35,15 +35,15 @@ class CursorService:
         """MQCreateCursor: an unpositioned cursor on the queue."""
         queue = await self._qm.get_queue(path_text)
         record = CursorRecord(secrets.token_hex(12), queue.id, CursorPlace.UNPOSITIONED, 0, self._expiry())
-        await self._qm.store.create_cursor(record)
+        await self._qm.store.cursors.create_cursor(record)
         return record
 
     async def close(self, cursor_id: str) -> None:
-        if not await self._qm.store.delete_cursor(cursor_id):
+        if not await self._qm.store.cursors.delete_cursor(cursor_id):
             raise _invalid(cursor_id)
 
     async def get(self, cursor_id: str) -> CursorRecord:
-        record = await self._qm.store.get_cursor(cursor_id)
+        record = await self._qm.store.cursors.get_cursor(cursor_id)
         if record is None or record.expires_at <= self._qm.clock.now():
             raise _invalid(cursor_id)
         return record
@@ -54,8 +54,8 @@ class CursorService:
 
     async def arrivals(self, queue_id: int) -> Arrivals:
         """From now on: the queue's messages above a settled counter are there already."""
-        counter = await self._qm.store.counter_high_water()
-        return Arrivals(counter, await self._qm.store.arrived_since(queue_id, counter))
+        counter = await self._qm.store.messages.counter_high_water()
+        return Arrivals(counter, await self._qm.store.messages.arrived_since(queue_id, counter))
 
     async def peek_current(
         self, cursor_id: str, timeout_ms: int, arrivals: Arrivals | None = None
@@ -65,7 +65,7 @@ class CursorService:
         cursor, queue = await self._open_cursor(cursor_id)
         if cursor.place is CursorPlace.ON_MESSAGE:
             selector = Selector(Seek.CURRENT, cursor.position)
-            message = await self._qm.store.peek(queue.id, selector, self._qm.clock.now())
+            message = await self._qm.store.messages.peek(queue.id, selector, self._qm.clock.now())
             if message is None:
                 raise await self._moved_error(queue, cursor)
             await self._save(cursor)
@@ -107,7 +107,7 @@ class CursorService:
 
     async def _take_current(self, cursor: CursorRecord, queue: Queue, claim: Claim) -> Message:
         selector = Selector(Seek.CURRENT, cursor.position)
-        message = await self._qm.store.take(queue, selector, self._qm.clock.now(), claim)
+        message = await self._qm.store.messages.take(queue, selector, self._qm.clock.now(), claim)
         if message is None:
             raise await self._moved_error(queue, cursor)
         return self._qm._as_read(message)
@@ -126,8 +126,8 @@ class CursorService:
 
         async def attempt() -> Message | None:
             now = self._qm.clock.now()
-            found = await self._qm.store.peek(queue.id, selector, now)
-            return found or await self._qm.store.peek(queue.id, arrived, now)
+            found = await self._qm.store.messages.peek(queue.id, selector, now)
+            return found or await self._qm.store.messages.peek(queue.id, arrived, now)
 
         message = await self._qm._wait(queue, attempt, timeout_ms)
         if message is not None:
@@ -139,7 +139,9 @@ class CursorService:
         return message
 
     async def _step_past(self, cursor: CursorRecord, queue: Queue, lookup_id: int) -> None:
-        following = await self._qm.store.peek(queue.id, Selector(Seek.NEXT, lookup_id), self._qm.clock.now())
+        following = await self._qm.store.messages.peek(
+            queue.id, Selector(Seek.NEXT, lookup_id), self._qm.clock.now()
+        )
         if following is None:
             moved = dataclasses.replace(cursor, place=CursorPlace.AFTER, position=lookup_id)
         else:
@@ -153,7 +155,7 @@ class CursorService:
         return Selector(Seek.FIRST)
 
     async def _moved_error(self, queue: Queue, cursor: CursorRecord) -> MqError:
-        state = await self._qm.store.position_state(queue.id, cursor.position, self._qm.clock.now())
+        state = await self._qm.store.messages.position_state(queue.id, cursor.position, self._qm.clock.now())
         if state is PositionState.LOCKED:
             return MqError(
                 MqErrorCode.MQ_ERROR_MESSAGE_LOCKED_UNDER_TRANSACTION,
@@ -166,7 +168,7 @@ class CursorService:
 
     async def _open_cursor(self, cursor_id: str) -> tuple[CursorRecord, Queue]:
         cursor = await self.get(cursor_id)
-        queue = await self._qm.store.get_queue(cursor.queue_id)
+        queue = await self._qm.store.queues.get_queue(cursor.queue_id)
         if queue is None:
             raise MqError(
                 MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, f"the queue of cursor {cursor_id} was deleted"
@@ -174,7 +176,7 @@ class CursorService:
         return cursor, queue
 
     async def _save(self, cursor: CursorRecord) -> None:
-        await self._qm.store.save_cursor(dataclasses.replace(cursor, expires_at=self._expiry()))
+        await self._qm.store.cursors.save_cursor(dataclasses.replace(cursor, expires_at=self._expiry()))
 
     def _expiry(self) -> datetime:
         return self._qm.clock.now() + timedelta(seconds=self._qm.config.cursor_idle_timeout_s)

@@ -28,35 +28,37 @@ class OutgoingQueues:
         """Queue ID -> when the lease this process holds on it runs out."""
 
     async def all(self) -> list[OutgoingQueue]:
-        return await self._qm.store.list_outgoing_queues()
+        return await self._qm.store.outgoing.list_outgoing_queues()
 
     async def get(self, queue_id: int) -> OutgoingQueue:
-        found = await self._qm.store.get_outgoing_queue(queue_id)
+        found = await self._qm.store.outgoing.get_outgoing_queue(queue_id)
         if found is None:
             raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, f"no outgoing queue {queue_id}")
         return found
 
     async def pause(self, queue_id: int) -> OutgoingQueue:
         await self.get(queue_id)
-        await self._qm.store.set_outgoing_paused(queue_id, True, self._qm.clock.now())
+        await self._qm.store.outgoing.set_outgoing_paused(queue_id, True, self._qm.clock.now())
         return await self.get(queue_id)
 
     async def resume(self, queue_id: int) -> OutgoingQueue:
         """Resume, and try at once: an operator resumes after fixing the cause."""
         await self.get(queue_id)
-        await self._qm.store.set_outgoing_paused(queue_id, False, self._qm.clock.now())
+        await self._qm.store.outgoing.set_outgoing_paused(queue_id, False, self._qm.clock.now())
         return await self.get(queue_id)
 
     async def purge(self, queue_id: int) -> int:
         """Drop the waiting messages; each earns its dead letter and NACK (class 0x8001)."""
         await self.get(queue_id)
-        return await self._qm.store.purge_queue(queue_id, self._qm.clock.now(), Reason.DELETED_IN_TRANSIT)
+        return await self._qm.store.queues.purge_queue(
+            queue_id, self._qm.clock.now(), Reason.DELETED_IN_TRANSIT
+        )
 
     # -- the delivery loop --------------------------------------------------------------
 
     async def due(self) -> list[OutgoingQueue]:
         """Queues to send now that no other process holds a live lease on."""
-        return await self._qm.store.due_outgoing_queues(self._qm.clock.now(), self.owner)
+        return await self._qm.store.outgoing.due_outgoing_queues(self._qm.clock.now(), self.owner)
 
     async def hold(self, outgoing: OutgoingQueue) -> bool:
         """Take or keep the lease on sending `outgoing`; False when another process holds it.
@@ -70,7 +72,7 @@ class OutgoingQueues:
         if not lease_needs_renewal(self._held.get(queue_id), now, lease_s):
             return True
         until = now + timedelta(seconds=lease_s)
-        if await self._qm.store.acquire_outgoing_lease(queue_id, self.owner, now, until):
+        if await self._qm.store.outgoing.acquire_outgoing_lease(queue_id, self.owner, now, until):
             self._held[queue_id] = until
             return True
         self._held.pop(queue_id, None)
@@ -80,25 +82,25 @@ class OutgoingQueues:
         """Give the lease up (the queue is drained, waiting to connect, or this process stops):
         any process may send from it at its next attempt."""
         if self._held.pop(outgoing.queue.id, None) is not None:
-            await self._qm.store.release_outgoing_lease(outgoing.queue.id, self.owner)
+            await self._qm.store.outgoing.release_outgoing_lease(outgoing.queue.id, self.owner)
 
     async def head(self, outgoing: OutgoingQueue) -> Message | None:
         """The next message to send; stream messages awaiting their receipt only when due again."""
         now = self._qm.clock.now()
         resend_before = now - timedelta(seconds=self._qm.config.stream_resend_s)
-        return await self._qm.store.outgoing_head(outgoing.queue.id, now, resend_before)
+        return await self._qm.store.outgoing.outgoing_head(outgoing.queue.id, now, resend_before)
 
     async def stream_position(self, outgoing: OutgoingQueue, message: Message) -> OutgoingStreamPosition:
         """A transactional message travels in the queue's stream (reference §4.1)."""
         now = self._qm.clock.now()
         candidate = new_stream_id(self._qm.guid, now)
-        return await self._qm.store.outgoing_stream_position(
+        return await self._qm.store.outgoing.outgoing_stream_position(
             outgoing.queue.id, message.lookup_id, candidate, now
         )
 
     async def stream_sent(self, message: Message) -> None:
         """Accepted by the receiver; it stays here until a stream receipt covers it."""
-        await self._qm.store.outgoing_stream_sent(message.lookup_id, self._qm.clock.now())
+        await self._qm.store.outgoing.outgoing_stream_sent(message.lookup_id, self._qm.clock.now())
 
     @property
     def receipts_url(self) -> str:
@@ -116,7 +118,9 @@ class OutgoingQueues:
 
     async def refused(self, outgoing: OutgoingQueue, message: Message, error: str) -> None:
         """Undeliverable for good (400): dead letter at the source and NACK where asked for."""
-        await self._qm.store.outgoing_refusal_noted(outgoing.queue.id, f"{message.message_id}: {error}")
+        await self._qm.store.outgoing.outgoing_refusal_noted(
+            outgoing.queue.id, f"{message.message_id}: {error}"
+        )
         await self._finish(outgoing, message, Reason.REFUSED_BY_DESTINATION)
 
     async def failed(self, outgoing: OutgoingQueue, error: str) -> None:
@@ -124,8 +128,8 @@ class OutgoingQueues:
         now = self._qm.clock.now()
         config = self._qm.config
         retry_at = now + retry_delay(outgoing.attempts + 1, config.retry_min_s, config.retry_max_s)
-        await self._qm.store.outgoing_failed(outgoing.queue.id, error, retry_at, now)
+        await self._qm.store.outgoing.outgoing_failed(outgoing.queue.id, error, retry_at, now)
 
     async def _finish(self, outgoing: OutgoingQueue, message: Message, reason: Reason) -> None:
         now = self._qm.clock.now()
-        await self._qm.store.outgoing_finished(outgoing.queue.id, message.lookup_id, reason, now)
+        await self._qm.store.outgoing.outgoing_finished(outgoing.queue.id, message.lookup_id, reason, now)

@@ -51,7 +51,7 @@ class QueueReader:
 
         async def attempt() -> Message | None:
             nonlocal taken
-            taken = await self._qm.store.take_many(queue, max_messages, self._qm.clock.now())
+            taken = await self._qm.store.messages.take_many(queue, max_messages, self._qm.clock.now())
             return taken[0] if taken else None
 
         if await self._qm._wait(queue, attempt, timeout_ms, abandoned, takes_first=True) is None:
@@ -88,7 +88,9 @@ class QueueReader:
     async def end_lock(self, tag: str, commit: bool) -> None:
         """Dequeue Message End (reference §7.9)."""
         lookup_id, token = _parse_lock_tag(tag)
-        state, _queue_id = await self._qm.store.end_lock(lookup_id, token, commit, self._qm.clock.now())
+        state, _queue_id = await self._qm.store.messages.end_lock(
+            lookup_id, token, commit, self._qm.clock.now()
+        )
         if state is PositionState.MISSING:
             raise MqError(
                 MqErrorCode.MQ_ERROR_MESSAGE_ALREADY_RECEIVED,
@@ -144,11 +146,11 @@ class QueueReader:
         """Available messages in queue order after a lookup ID (keyset pagination)."""
         queue = await self._qm.get_queue(path_text)
         now = self._qm.clock.now()
-        messages = await self._qm.store.browse(queue.id, after, limit, now)
+        messages = await self._qm.store.messages.browse(queue.id, after, limit, now)
         return [self._qm._as_read(message) for message in messages]
 
     async def _check_reference(self, queue: Queue, seek: Seek, lookup_id: int, receive: bool) -> None:
-        state = await self._qm.store.position_state(queue.id, lookup_id, self._qm.clock.now())
+        state = await self._qm.store.messages.position_state(queue.id, lookup_id, self._qm.clock.now())
         if state in (PositionState.MISSING, PositionState.EXPIRED):
             raise _not_found(queue, f"no message with lookup ID {lookup_id}")
         if seek is Seek.CURRENT and state is PositionState.LOCKED:
@@ -162,14 +164,14 @@ class QueueReader:
     async def _once(self, queue: Queue, selector: Selector, claim: Claim | None) -> Message | None:
         now = self._qm.clock.now()
         if claim is None:
-            message = await self._qm.store.peek(queue.id, selector, now)
+            message = await self._qm.store.messages.peek(queue.id, selector, now)
         else:
-            message = await self._qm.store.take(queue, selector, now, claim)
+            message = await self._qm.store.messages.take(queue, selector, now, claim)
         return None if message is None else self._qm._as_read(message)
 
     def _peeker(self, queue: Queue, selector: Selector) -> Attempt:
         async def attempt() -> Message | None:
-            return await self._qm.store.peek(queue.id, selector, self._qm.clock.now())
+            return await self._qm.store.messages.peek(queue.id, selector, self._qm.clock.now())
 
         return attempt
 

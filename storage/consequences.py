@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -16,11 +16,10 @@ from qm.final_receipts import StreamOrigin, final_class
 from qm.model import JournalFlags, NewMessage, QueueSettings
 from qm.paths import QueueKind, QueuePath
 from storage import rows
-from storage.base import add_to_totals
+from storage.database import Database
+from storage.inserts import insert_messages
 from storage.tables import messages, outgoing_queues, queues, srmp_streams
-
-if TYPE_CHECKING:
-    from storage.base import StoreBase
+from storage.totals import add_to_totals
 
 q = queues.c
 m = messages.c
@@ -35,8 +34,8 @@ QueueFacts = dict[int, tuple[QueuePath, bool]]
 class Consequences:
     """Totals, journal and dead-letter copies and acknowledgments, in the caller's transaction."""
 
-    def __init__(self, store: StoreBase, connection: AsyncConnection, now: datetime) -> None:
-        self._store = store
+    def __init__(self, db: Database, connection: AsyncConnection, now: datetime) -> None:
+        self._db = db
         self._connection = connection
         self._now = now
 
@@ -73,7 +72,7 @@ class Consequences:
         self, affected: Sequence[Mapping[Any, Any]], reason: Reason, known: QueueFacts | None = None
     ) -> list[Placement]:
         """What the policy places for each message, not yet placed (`settle` places it)."""
-        policy = self._store.policy
+        policy = self._db.policy
         if policy is not None and reason is Reason.ARRIVED:
             affected = [
                 row
@@ -92,7 +91,7 @@ class Consequences:
     ) -> list[Placement]:
         """Only the final receipts (reference §4.4) of messages removed by a caller that places
         their other consequences itself (a trigger's rejection)."""
-        policy = self._store.policy
+        policy = self._db.policy
         if policy is None or not gone:
             return []
         departures = await self._departures(gone, reason)
@@ -101,7 +100,7 @@ class Consequences:
     async def concluded(self, gone: Sequence[Mapping[Any, Any]], reason: Reason) -> None:
         """Rows just deleted from an outgoing queue on a final receipt: subtract them, and place
         the sender's dead letter of a negative outcome (DisposalPolicy.settled_at_source)."""
-        policy = self._store.policy
+        policy = self._db.policy
         placements: list[Placement] = []
         if policy is not None and gone:
             departures = await self._departures(gone, reason)
@@ -171,7 +170,7 @@ class Consequences:
                 continue
             targets[placement.target.key] = (target[0], target[1] + size, target[2], target[3])
             accepted.append(_new_message(placement, target[0], self._now))
-        await self._store.insert_messages(self._connection, accepted)
+        await insert_messages(self._db, self._connection, accepted)
 
     async def _queue_facts(self, queue_ids: Iterable[int]) -> QueueFacts:
         statement = sa.select(q.id, q.kind, q.name, q.journal_of, q.journal).where(q.id.in_(list(queue_ids)))
@@ -187,7 +186,7 @@ class Consequences:
         columns = (q.path_key, q.id, q.byte_count, q.quota_kb, q.transactional)
         chosen = sa.or_(q.path_key.in_(list(keys)), q.id.in_(list(also_locked)))
         statement = sa.select(*columns).where(chosen).order_by(q.id)
-        if not self._store._sqlite:
+        if not self._db.sqlite:
             statement = statement.with_for_update(key_share=True)  # FOR NO KEY UPDATE, as the totals take
         return {
             row.path_key: (row.id, row.byte_count, row.quota_kb, row.transactional)
@@ -253,16 +252,16 @@ async def create_outgoing_queue(connection: AsyncConnection, path: QueuePath, no
 
 
 async def remove_past_deadline(
-    store: StoreBase, due: sa.Select[tuple[int]], deadline: str, reason: Reason, now: datetime
+    db: Database, due: sa.Select[tuple[int]], deadline: str, reason: Reason, now: datetime
 ) -> int:
     """Delete the messages `due` selects, in one transaction, and follow each in the order of
     its `deadline` column (then lookup ID) with what `reason` earns. Several processes on
     PostgreSQL never take the same rows (SKIP LOCKED)."""
-    if not store._sqlite:
+    if not db.sqlite:
         due = due.with_for_update(skip_locked=True)
-    async with store._transaction() as connection:
+    async with db.transaction() as connection:
         statement = sa.delete(messages).where(m.lookup_id.in_(due)).returning(*messages.c)
         found = (await connection.execute(statement)).mappings().all()
         gone = sorted(found, key=lambda row: (row[deadline], row["lookup_id"]))
-        await Consequences(store, connection, now).removed(gone, reason)
+        await Consequences(db, connection, now).removed(gone, reason)
     return len(gone)

@@ -13,25 +13,33 @@ statement), and commit and rollback go through SQLAlchemy as before.
 
 Errors are raised as SQLAlchemy raises them (`_raise_as_sqlalchemy`), so the seams of
 `storage/errors.py` see the same exceptions. A connection that did not come from `begin`
-(another driver, or a caller's own connection) runs the statements through SQLAlchemy.
+(another driver, or a caller's own connection) runs the statements through SQLAlchemy, and so
+does every connection of an engine made with `make_engine(..., driver_sql=False)`
+(MSMQGW_DRIVER_SQL=false), or when the SQLAlchemy internals this module uses are not there
+(`INTERNALS_PRESENT`, checked at import: an SQLAlchemy release that changed them is slower,
+never wrong). tests/contract/test_driver_sql.py runs every statement the store sends here
+both ways and compares the rows and the errors.
 """
 
 from __future__ import annotations
 
-import operator
+import inspect
+import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 import sqlalchemy as sa
-from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.compiler import SQLCompiler
 
+from storage.driver_forms import multi_row as _multi_row
+from storage.driver_forms import prepared as _prepared
+
 Row = dict[str, Any]
-_MOST_FORMS = 256
-"""Compiled forms kept per statement (one per length of its IN lists, or per row count)."""
+log = logging.getLogger(__name__)
+ENABLED = "msmqgw_driver_sql"
+"""Engine execution option: False runs every statement through SQLAlchemy (storage.engine)."""
 
 
 class _Driver:
@@ -101,26 +109,64 @@ async def begin(connection: AsyncConnection) -> None:
     _BEGUN[connection] = driver
 
 
+def internals_present() -> bool:
+    """Whether the SQLAlchemy internals this module relies on are there, as 2.1 has them:
+    asyncpg's adapter begins its transaction through `_start_transaction` and tracks it in
+    `_transaction`; both adapters translate driver errors with `_handle_exception`; a
+    connection wraps DB-API errors with `_handle_dbapi_exception`; a compiled statement expands
+    IN lists with `construct_expanded_state`."""
+    try:
+        from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
+        from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_connection
+
+        parameters = list(inspect.signature(sa.Connection._handle_dbapi_exception).parameters)
+        return (
+            inspect.iscoroutinefunction(AsyncAdapt_asyncpg_connection._start_transaction)
+            and "_transaction" in AsyncAdapt_asyncpg_connection.__slots__
+            and callable(AsyncAdapt_asyncpg_connection._handle_exception)
+            and callable(AsyncAdapt_aiosqlite_connection._handle_exception)
+            and parameters[:6] == ["self", "e", "statement", "parameters", "cursor", "context"]
+            and callable(SQLCompiler.construct_expanded_state)
+        )
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return False
+
+
+INTERNALS_PRESENT = internals_present()
+if not INTERNALS_PRESENT:
+    log.warning(
+        "SQLAlchemy %s: the driver path is off, every statement runs through SQLAlchemy", sa.__version__
+    )
+
+
 def _driver_of(connection: AsyncConnection) -> _Driver | None:
-    """The connection's driver connection, or None for a driver this module does not know."""
+    """The connection's driver connection, or None: a driver this module does not know, the
+    driver path switched off for the engine, or SQLAlchemy's internals not as expected."""
     kind = _DRIVERS.get(connection.dialect.driver)
-    if kind is None:
+    if kind is None or not INTERNALS_PRESENT:
         return None
     # Checked out: the pooled connection is at hand without a trip through a greenlet
     # (get_raw_connection makes one).
     sync_connection = connection.sync_connection
     assert sync_connection is not None
+    if sync_connection.get_execution_options().get(ENABLED) is False:
+        return None
     raw = sync_connection.connection
     return kind(raw.driver_connection, raw.dbapi_connection)
 
 
 async def read(connection: AsyncConnection, statement: sa.Executable, values: Mapping[str, Any]) -> list[Row]:
-    """One statement on a connection that has begun no transaction, straight on the driver
-    (`fetch` runs it through SQLAlchemy on another driver): on PostgreSQL it is its own
-    transaction (no BEGIN and ROLLBACK round trips), on SQLite an implicit read."""
+    """One statement that is its own transaction, on a connection that has begun none:
+    straight on the driver, where on PostgreSQL it commits as it runs (no BEGIN and COMMIT
+    round trips) and on SQLite it is an implicit read; through SQLAlchemy (another driver, or
+    the driver path off), in a transaction committed at once. It used to be left to roll back
+    there, so a plain send or receive through SQLAlchemy changed nothing (found by
+    tests/contract/test_driver_sql.py, which runs the store with the driver path off)."""
     driver = None if connection.in_transaction() else _driver_of(connection)
-    if driver is None:
-        return await fetch(connection, statement, values)
+    if driver is None:  # through SQLAlchemy, which begins a transaction: the statement's own
+        found = await fetch(connection, statement, values)
+        await connection.commit()
+        return found
     return await _rows(connection, driver, statement, values)
 
 
@@ -143,8 +189,9 @@ async def fetch(
     """The statement's rows as dicts keyed as SQLAlchemy keys them (none for a statement
     that returns no rows)."""
     driver: _Driver | None = _BEGUN.get(connection)
-    if driver is None:
-        return [dict(row) for row in (await connection.execute(statement, values)).mappings()]
+    if driver is None:  # as the driver path answers: no rows for a statement that returns none
+        result = await connection.execute(statement, values)
+        return [dict(row) for row in result.mappings()] if result.returns_rows else []
     return await _rows(connection, driver, statement, values)
 
 
@@ -237,143 +284,3 @@ async def _raise_as_sqlalchemy(
 def _columns(statement: sa.Executable, first: Mapping[str, Any]) -> tuple[str, ...] | None:
     """An INSERT names the columns it is given values for, as SQLAlchemy compiles it."""
     return tuple(first) if isinstance(statement, sa.Insert) else None
-
-
-_MULTI_ROW: dict[tuple[int, int, tuple[str, ...]], sa.Insert] = {}
-
-
-def _multi_row(statement: sa.Insert, count: int, keys: tuple[str, ...]) -> sa.Insert:
-    key = (id(statement), count, keys)
-    many = _MULTI_ROW.get(key)
-    if many is None:
-        table = statement.table
-        assert isinstance(table, sa.Table)
-        rows = [
-            {name: sa.bindparam(f"{name}_{index}", type_=table.c[name].type) for name in keys}
-            for index in range(count)
-        ]
-        many = statement.values(rows)
-        if len(_MULTI_ROW) < _MOST_FORMS:
-            _MULTI_ROW[key] = many
-    return many
-
-
-@dataclass(frozen=True, slots=True)
-class _Form:
-    """One statement compiled for one dialect and one length of each IN list."""
-
-    sql: str
-    pick: Callable[[Mapping[str, Any]], Any]
-    """The positional values from a dict of all values, in order."""
-    width: int
-    constants: Mapping[str, Any]
-    """Values compiled into the statement (literals such as `state = 0`)."""
-    expanded: Mapping[str, Sequence[str]]
-    """An IN list's name -> the names of its values, one per element."""
-    processors: tuple[tuple[int, Callable[[Any], Any]], ...]
-    keys: tuple[str, ...]
-    """Result column names, as SQLAlchemy keys its rows."""
-    results: tuple[tuple[str, Callable[[Any], Any]], ...]
-
-    def arguments(self, values: Mapping[str, Any]) -> Sequence[Any]:
-        if self.constants or self.expanded:
-            values = {**self.constants, **values}
-            for name, names in self.expanded.items():
-                values.update(zip(names, values[name], strict=True))
-        if self.width == 0:
-            return ()
-        picked = self.pick(values)
-        arguments = [picked] if self.width == 1 else list(picked)
-        for position, process in self.processors:
-            arguments[position] = process(arguments[position])
-        return arguments
-
-    def row(self, values: Sequence[Any]) -> Row:
-        row = dict(zip(self.keys, values, strict=True))
-        for key, process in self.results:
-            row[key] = process(row[key])
-        return row
-
-
-class _Prepared:
-    """A named Core statement and its compiled forms, per dialect and IN-list lengths."""
-
-    def __init__(self, statement: sa.Executable) -> None:
-        self.statement = statement
-        self._in_lists: dict[str, tuple[str, ...]] = {}
-        self._forms: dict[tuple[Any, ...], _Form] = {}
-
-    def form(self, dialect: Dialect, values: Mapping[str, Any], columns: tuple[str, ...] | None) -> _Form:
-        in_lists = self._in_lists.get(dialect.name, ())
-        key = (dialect.name, columns, *(len(values[name]) for name in in_lists))
-        form = self._forms.get(key)
-        if form is None:
-            form = self._compile(dialect, values, columns)
-            if tuple(form.expanded) != in_lists:  # learnt at the first compile for the dialect
-                self._in_lists[dialect.name] = tuple(form.expanded)
-                key = (dialect.name, columns, *(len(values[name]) for name in form.expanded))
-            if len(self._forms) < _MOST_FORMS:
-                self._forms[key] = form
-        return form
-
-    def _compile(self, dialect: Dialect, values: Mapping[str, Any], columns: tuple[str, ...] | None) -> _Form:
-        statement = self.statement
-        assert isinstance(statement, sa.ClauseElement)
-        compiled = statement.compile(dialect=dialect, column_keys=None if columns is None else list(columns))
-        assert isinstance(compiled, SQLCompiler)
-        state = compiled.construct_expanded_state(dict(values))
-        order = tuple(state.positiontup or ())
-        expansion = state.parameter_expansion
-        given = set(values) | {name for names in expansion.values() for name in names}
-        types = {
-            name: bind.type
-            for original, bind in compiled.binds.items()
-            for name in expansion.get(original, [original])
-        }
-        processors = []
-        for position, name in enumerate(order):
-            process = types[name].dialect_impl(dialect).bind_processor(dialect)
-            if process is not None:
-                processors.append((position, process))
-        keys, results = _result_columns(self.statement, dialect)
-        return _Form(
-            state.statement,
-            operator.itemgetter(*order) if order else _nothing,
-            len(order),
-            {name: state.parameters[name] for name in order if name not in given},
-            {name: tuple(names) for name, names in expansion.items()},
-            tuple(processors),
-            keys,
-            results,
-        )
-
-
-def _nothing(_values: Mapping[str, Any]) -> tuple[()]:
-    return ()
-
-
-def _result_columns(
-    statement: sa.Executable, dialect: Dialect
-) -> tuple[tuple[str, ...], tuple[tuple[str, Callable[[Any], Any]], ...]]:
-    columns = list(statement.exported_columns) if isinstance(statement, sa.ReturnsRows) else []
-    keys = tuple(column.key or f"column_{index}" for index, column in enumerate(columns))
-    results = []
-    for key, column in zip(keys, columns, strict=True):
-        process = column.type.dialect_impl(dialect).result_processor(dialect, None)
-        if process is not None:
-            results.append((key, process))
-    return keys, tuple(results)
-
-
-_PREPARED: dict[int, _Prepared] = {}
-_MOST_STATEMENTS = 1024
-
-
-def _prepared(statement: sa.Executable) -> _Prepared:
-    """Statements are module constants (or cached per shape): known by identity."""
-    prepared = _PREPARED.get(id(statement))
-    if prepared is None or prepared.statement is not statement:
-        prepared = _Prepared(statement)
-        if len(_PREPARED) < _MOST_STATEMENTS:
-            _PREPARED[id(statement)] = prepared
-    return prepared

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from storage.sqlite_driver import use_one_trip_cursors
+from storage.driver_sql import ENABLED
+
+one_trip_cursors: Callable[[Any], None] | None
+try:
+    from storage.sqlite_driver import use_one_trip_cursors as one_trip_cursors
+except ImportError:  # an SQLAlchemy whose aiosqlite adapter is not 2.1's: plain cursors
+    one_trip_cursors = None
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 PING_AFTER_IDLE_S = 1.0
@@ -27,15 +34,21 @@ def is_sqlite(url: str) -> bool:
     return sa.engine.make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str, ping_after_idle_s: float = PING_AFTER_IDLE_S) -> AsyncEngine:
-    """An engine configured for durable queue work on either database."""
+def make_engine(
+    url: str, ping_after_idle_s: float = PING_AFTER_IDLE_S, driver_sql: bool = True
+) -> AsyncEngine:
+    """An engine configured for durable queue work on either database. `driver_sql`: the hot
+    statements run on the driver connection (storage/driver_sql.py, and SQLite's one-trip
+    cursors, storage/sqlite_driver.py); False: everything through SQLAlchemy, slower
+    (MSMQGW_DRIVER_SQL=false: for an SQLAlchemy release the bypass does not know)."""
     if is_sqlite(url):
-        return _sqlite_engine(url)
-    # As many pooled connections as the group commits and readers use at concurrency 64:
-    # connections beyond the pool are opened and closed per use (a TCP and TLS handshake).
-    engine = create_async_engine(url, pool_size=20, max_overflow=10)
-    _ping_when_idle(engine, ping_after_idle_s)
-    return engine
+        engine = _sqlite_engine(url, one_trip=driver_sql)
+    else:
+        # As many pooled connections as the group commits and readers use at concurrency 64:
+        # connections beyond the pool are opened and closed per use (a TCP and TLS handshake).
+        engine = create_async_engine(url, pool_size=20, max_overflow=10)
+        _ping_when_idle(engine, ping_after_idle_s)
+    return engine if driver_sql else engine.execution_options(**{ENABLED: False})
 
 
 def _ping_when_idle(engine: AsyncEngine, idle_s: float) -> None:
@@ -72,7 +85,7 @@ def ensure_sqlite_directory(url: str) -> None:
         Path(database).parent.mkdir(parents=True, exist_ok=True)
 
 
-def _sqlite_engine(url: str) -> AsyncEngine:
+def _sqlite_engine(url: str, one_trip: bool) -> AsyncEngine:
     ensure_sqlite_directory(url)
     # A pool as large as PostgreSQL's: every connection beyond the pool is opened (a thread
     # and the PRAGMAs) and closed again per use, which showed in profiles at concurrency 64.
@@ -82,7 +95,8 @@ def _sqlite_engine(url: str) -> AsyncEngine:
 
     @sa.event.listens_for(engine.sync_engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:
-        use_one_trip_cursors(dbapi_connection)
+        if one_trip and one_trip_cursors is not None:
+            one_trip_cursors(dbapi_connection)
         # Take over transaction control so BEGIN IMMEDIATE can be issued (below):
         # a deferred BEGIN that later writes can fail with SQLITE_BUSY under WAL.
         dbapi_connection.isolation_level = None

@@ -58,7 +58,7 @@ class TriggerWalker:
 
     async def _walk(self, queue: Queue) -> None:
         positioned = False
-        self._arrivals = Arrivals(await self._qm.store.counter_high_water())
+        self._arrivals = Arrivals(await self._qm.store.messages.counter_high_water())
         while True:
             message = await self._next(positioned)
             if message is None:
@@ -80,8 +80,8 @@ class TriggerWalker:
         An arrival is a message above the walk's settled counter that the walk has not met.
         With none behind the cursor, the counter moves up to a newly settled one (read before
         looking, so that nothing settled in between is passed over)."""
-        settled = await self._qm.store.counter_high_water()
-        ahead = await self._qm.store.peek(queue.id, self._arrivals.selector(), self._qm.clock.now())
+        settled = await self._qm.store.messages.counter_high_water()
+        ahead = await self._qm.store.messages.peek(queue.id, self._arrivals.selector(), self._qm.clock.now())
         if ahead is not None and ahead.lookup_id < position:
             await self._service.cursors.move_to(self._cursor_id, ahead.lookup_id)
             self._jumped = True

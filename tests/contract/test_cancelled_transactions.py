@@ -35,7 +35,7 @@ async def _cancelled_with_task_cancel(store: SqlStore) -> None:
     inside = asyncio.Event()
 
     async def write_then_wait() -> None:
-        async with store._transaction() as connection:
+        async with store.db.transaction() as connection:
             await _touch(connection)
             inside.set()
             await asyncio.Event().wait()
@@ -53,7 +53,7 @@ async def _cancelled_by_scope(store: SqlStore) -> None:
     inside = anyio.Event()
 
     async def write_then_wait() -> None:
-        async with store._transaction() as connection:
+        async with store.db.transaction() as connection:
             await _touch(connection)
             inside.set()
             await anyio.sleep_forever()
@@ -74,7 +74,7 @@ async def _cancelled_in_the_driver(store: SqlStore) -> None:
     sa.event.listen(store.engine.sync_engine, "before_cursor_execute", cancel)
     try:
         with anyio.CancelScope() as scope:
-            async with store._transaction() as connection:
+            async with store.db.transaction() as connection:
                 await _touch(connection)
                 await _touch(connection, CANCEL_HERE)
         assert scope.cancelled_caught
@@ -131,4 +131,4 @@ async def test_a_cancelled_write_transaction_holds_nothing_afterwards(
         await _postgres_row_is_free(database_url)
     assert store.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
     with anyio.fail_after(5):  # the in-process writers' queue is free too
-        await store.new_message_id()
+        await store.messages.new_message_id()

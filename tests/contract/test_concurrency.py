@@ -33,7 +33,7 @@ async def _fill(manager: QueueManager, total: int) -> None:
             )
             for number in range(start, min(start + BATCH, total))
         ]
-        results = await manager.store.enqueue(batch)
+        results = await manager.store.messages.enqueue(batch)
         assert {result.outcome for result in results} == {EnqueueOutcome.ACCEPTED}
 
 

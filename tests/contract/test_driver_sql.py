@@ -4,7 +4,6 @@ through SQLAlchemy, inside SQLAlchemy's transaction, and SQLAlchemy's errors whe
 from __future__ import annotations
 
 import asyncio
-import inspect
 import sqlite3
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -14,8 +13,6 @@ from typing import Any
 import anyio
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
-from sqlalchemy.dialects.sqlite.aiosqlite import AsyncAdapt_aiosqlite_connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.clock import SettableClock
@@ -25,12 +22,15 @@ from qm.model import MessageProperties, QueueSettings
 from qm.reading import QueueReader
 from qm.store import Claim, ClaimKind, Seek, Selector
 from qm.wakeups import WakeUps
-from storage import driver_sql, rows, statements
+from storage import driver_sql, rows, send_statements, statements
+from storage.counters import allocate_counters
 from storage.engine import make_engine
 from storage.errors import is_unavailable
-from storage.message_store import _hold, _take
+from storage.inserts import insert_messages
+from storage.receiving import _hold, _take
 from storage.statements import TargetShape
 from storage.store import SqlStore
+from storage.wakeups import LocalWakeUps
 from tests.contract.support import store_message
 
 pytestmark = pytest.mark.anyio
@@ -60,7 +60,7 @@ async def _both_ways(store: SqlStore, statement: Any, values: Any) -> tuple[list
     found: list[list[Any]] = []
     for run in (_through_sqlalchemy, driver_sql.fetch):
         with pytest.raises(_RolledBack):
-            async with store._transaction() as connection:
+            async with store.db.transaction() as connection:
                 found.append(_typed(await run(connection, statement, values)))
                 raise _RolledBack
     return found[0], found[1]
@@ -87,8 +87,8 @@ async def test_the_send_and_receive_statements_give_on_the_driver_what_they_give
     manager: QueueManager, store: SqlStore, clock: SettableClock
 ) -> None:
     first, second = await _stocked(manager)
-    room = statements.QUEUE_ROOM if store._sqlite else statements.QUEUE_ROOM_LOCKED
-    take = statements.TAKE_FIRST_SQLITE if store._sqlite else statements.TAKE_FIRST_POSTGRESQL
+    room = send_statements.QUEUE_ROOM if store.db.sqlite else send_statements.QUEUE_ROOM_LOCKED
+    take = statements.TAKE_FIRST_SQLITE if store.db.sqlite else statements.TAKE_FIRST_POSTGRESQL
     key = (await manager.get_queue("private$/driver-a")).path.key
     now = rows.to_us(clock.now())
     cases: list[tuple[Any, dict[str, Any]]] = [
@@ -110,24 +110,24 @@ def _claims(store: SqlStore, queue_id: int, now: int) -> list[tuple[Any, dict[st
     """Claims of a selector's target (the first arrival that is not among known lookup IDs,
     an IN list): a receive and a two-phase lock."""
     selector = Selector(Seek.ARRIVED_AFTER, known=frozenset({1, 2}))
-    shape = TargetShape.of(selector, lock_rows=not store._sqlite)
+    shape = TargetShape.of(selector, lock_rows=not store.db.sqlite)
     values = statements.target_values(queue_id, selector, now)
     lock = Claim(ClaimKind.LOCK, "tag", rows.from_us(now + 1_000_000))
     return [(_take(shape, ClaimKind.RECEIVE), values), (_take(shape, ClaimKind.LOCK), values | _hold(lock))]
 
 
 async def test_counters_and_duplicate_keys_on_the_driver(store: SqlStore, manager: QueueManager) -> None:
-    remember = statements.REMEMBER_SQLITE if store._sqlite else statements.REMEMBER_POSTGRESQL
-    async with store._transaction() as connection:
-        counters = await store._allocate_counters(connection, 3)
+    remember = send_statements.REMEMBER_SQLITE if store.db.sqlite else send_statements.REMEMBER_POSTGRESQL
+    async with store.db.transaction() as connection:
+        counters = await allocate_counters(store.db, connection, 3)
         assert counters == list(range(counters[0], counters[0] + 3))
         keys = [{"message_id": f"key-{index}", "received_at": 1} for index in range(3)]
         written = await driver_sql.insert_returning(connection, remember, keys[:2])
         assert sorted(row["message_id"] for row in written) == ["key-0", "key-1"]
         again = await driver_sql.insert_returning(connection, remember, keys)
         assert [row["message_id"] for row in again] == ["key-2"]
-    async with store._transaction() as connection:
-        [later] = await store._allocate_counters(connection, 1)
+    async with store.db.transaction() as connection:
+        [later] = await allocate_counters(store.db, connection, 1)
     assert later > counters[-1]
 
 
@@ -138,12 +138,12 @@ async def test_statements_on_the_driver_are_rolled_back_with_sqlalchemys_transac
     inside the transaction (asyncpg's adapter would begin only at its own first statement)."""
     queue = await manager.create_queue("private$/rolled-back", QueueSettings())
     with pytest.raises(_RolledBack):
-        async with store._transaction() as connection:
-            await store.insert_messages(connection, [store_message(manager, queue.id, BODY)])
+        async with store.db.transaction() as connection:
+            await insert_messages(store.db, connection, [store_message(manager, queue.id, BODY)])
             raise _RolledBack
     after = await manager.get_queue("private$/rolled-back")
     assert (after.message_count, after.byte_count) == (0, 0)
-    assert await store.browse(queue.id, 0, 10, manager.clock.now()) == []
+    assert await store.messages.browse(queue.id, 0, 10, manager.clock.now()) == []
 
 
 async def test_a_committed_transaction_leaves_the_driver_outside_any_transaction(
@@ -153,7 +153,7 @@ async def test_a_committed_transaction_leaves_the_driver_outside_any_transaction
     await manager.send("private$/committed", BODY)
     async with store.engine.connect() as connection:
         raw = await connection.get_raw_connection()
-        if store._sqlite:
+        if store.db.sqlite:
             assert raw.driver_connection is not None
             assert not raw.driver_connection.in_transaction
         else:
@@ -195,9 +195,9 @@ async def test_an_error_on_the_driver_is_the_error_sqlalchemy_raises(
     raised = []
     for run in (_insert_through_sqlalchemy, driver_sql.execute_many):
         with pytest.raises(sa.exc.DBAPIError) as caught:
-            async with store._transaction() as connection:
-                await run(connection, statements.INSERT_MESSAGES, [row])
-                await run(connection, statements.INSERT_MESSAGES, [row])
+            async with store.db.transaction() as connection:
+                await run(connection, send_statements.INSERT_MESSAGES, [row])
+                await run(connection, send_statements.INSERT_MESSAGES, [row])
         raised.append(caught.value)
     through_sqlalchemy, on_the_driver = raised
     assert type(on_the_driver) is type(through_sqlalchemy) is sa.exc.IntegrityError
@@ -220,12 +220,12 @@ async def _deadlocked(store: SqlStore, first: int, second: int, run: Any) -> Bas
     holding = [asyncio.Event(), asyncio.Event()]
 
     async def lock(mine: int, theirs: int, held: asyncio.Event, other_held: asyncio.Event) -> None:
-        async with store._transaction() as connection:
+        async with store.db.transaction() as connection:
             await driver_sql.execute_text(connection, "SET LOCAL deadlock_timeout = '20ms'")
-            await run(connection, statements.QUEUE_ROOM_LOCKED, {"queue_ids": [mine]})
+            await run(connection, send_statements.QUEUE_ROOM_LOCKED, {"queue_ids": [mine]})
             held.set()
             await other_held.wait()
-            await run(connection, statements.QUEUE_ROOM_LOCKED, {"queue_ids": [theirs]})
+            await run(connection, send_statements.QUEUE_ROOM_LOCKED, {"queue_ids": [theirs]})
 
     outcomes = await asyncio.gather(
         lock(first, second, holding[0], holding[1]),
@@ -239,7 +239,7 @@ async def _deadlocked(store: SqlStore, first: int, second: int, run: Any) -> Bas
 async def test_a_deadlock_on_the_driver_is_the_error_sqlalchemy_raises(
     manager: QueueManager, store: SqlStore
 ) -> None:
-    if store._sqlite:
+    if store.db.sqlite:
         pytest.skip("SQLite has one writer at a time: its transactions never wait for each other's rows")
     first, second = await _stocked(manager)
     through_sqlalchemy = await _deadlocked(store, first, second, _through_sqlalchemy)
@@ -304,7 +304,7 @@ async def test_a_session_ended_within_a_transaction_fails_its_next_statement_as_
     assert isinstance(store, SqlStore)
     queue = await steady_manager.create_queue("private$/ended", QueueSettings())
     with pytest.raises(sa.exc.DBAPIError) as caught:
-        async with store._transaction() as connection:
+        async with store.db.transaction() as connection:
             [pid] = await driver_sql.scalars(connection, sa.select(sa.func.pg_backend_pid()), {})
             await anyio.to_thread.run_sync(_end_sessions, database_url, pid)
             await driver_sql.fetch(connection, statements.QUEUE_KEYS, {"queue_ids": [queue.id]})
@@ -336,11 +336,11 @@ async def test_sqlite_busy_at_begin_on_the_driver_is_unavailable(database_url: s
         async with store.engine.connect() as connection:  # the pool's one connection, waiting briefly
             await connection.exec_driver_sql("PRAGMA busy_timeout=20")
         with _write_lock_held(database_url), pytest.raises(sa.exc.OperationalError) as caught:
-            async with store._transaction():
+            async with store.db.transaction():
                 pass
         assert is_unavailable(caught.value)
         assert "locked" in str(caught.value.orig)
-        async with store._transaction() as connection:  # the lock is free again: served
+        async with store.db.transaction() as connection:  # the lock is free again: served
             assert await driver_sql.scalars(connection, statements.QUEUE_KEYS, {"queue_ids": [0]}) == []
     finally:
         await store.close()
@@ -348,11 +348,139 @@ async def test_sqlite_busy_at_begin_on_the_driver_is_unavailable(database_url: s
 
 def test_the_library_internals_the_driver_path_uses_are_still_there() -> None:
     """storage/driver_sql.py begins asyncpg's transaction through SQLAlchemy's adapter and
-    raises errors through SQLAlchemy's own translation; an upgrade that renames them fails
-    here by name (the contract tests above fail too, less plainly)."""
-    assert inspect.iscoroutinefunction(AsyncAdapt_asyncpg_connection._start_transaction)
-    assert "_transaction" in AsyncAdapt_asyncpg_connection.__slots__
-    for adapter in (AsyncAdapt_asyncpg_connection, AsyncAdapt_aiosqlite_connection):
-        assert callable(adapter._handle_exception)
-    parameters = list(inspect.signature(sa.Connection._handle_dbapi_exception).parameters)
-    assert parameters[:6] == ["self", "e", "statement", "parameters", "cursor", "context"]
+    raises errors through SQLAlchemy's own translation; an upgrade that renames them turns the
+    driver path off (INTERNALS_PRESENT) and fails here by name."""
+    assert driver_sql.internals_present() and driver_sql.INTERNALS_PRESENT
+
+
+_NUMBERED = ("lookup_id", "message_id", "counters", "counter")
+"""Columns that take fresh counters (a PostgreSQL sequence is not rolled back): compared by type."""
+
+
+def _comparable(found: list[list[tuple[str, type, Any]]]) -> list[list[tuple[str, type, Any]]]:
+    return [[(key, kind, None if key in _NUMBERED else value) for key, kind, value in row] for row in found]
+
+
+@contextmanager
+def _recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, Any, Any]]]:
+    """Every statement the store sends on the driver path in the block, with its values."""
+    seen: list[tuple[str, Any, Any]] = []
+    for name in ("fetch", "read", "scalars", "execute_many", "insert_returning"):
+        run = getattr(driver_sql, name)
+
+        async def recording(
+            connection: Any, statement: Any, values: Any, _run: Any = run, _name: str = name
+        ) -> Any:
+            seen.append((_name, statement, values))
+            return await _run(connection, statement, values)
+
+        monkeypatch.setattr(driver_sql, name, recording)
+    yield seen
+    monkeypatch.undo()
+
+
+async def _outcome(run: Any, store: SqlStore, kind: str, statement: Any, values: Any) -> Any:
+    """The statement's rows (or its error's type and SQLSTATE) in a transaction rolled back."""
+    try:
+        with pytest.raises(_RolledBack):
+            async with store.db.transaction() as connection:
+                found = await run(connection, kind, statement, values)
+                raise _RolledBack
+    except sa.exc.DBAPIError as error:
+        return type(error), getattr(error.orig, "sqlstate", None) or type(error.orig).__name__
+    return _comparable(_typed(found))
+
+
+def _first_columns(found: list[Any], statement: Any) -> list[Any]:
+    """`scalars`' rows: the first column's value (the driver path does not name it)."""
+    counting = statement in (send_statements.NEXT_COUNTERS, send_statements.RAISE_COUNTER)
+    return [{"counter" if counting else "value": next(iter(row.values()))} for row in found]
+
+
+async def _by_sqlalchemy(connection: AsyncConnection, kind: str, statement: Any, values: Any) -> list[Any]:
+    many = kind in ("execute_many", "insert_returning")
+    result = await connection.execute(statement, list(values) if many else values)
+    found = [dict(row) for row in result.mappings()] if result.returns_rows else []
+    return _first_columns(found, statement) if kind == "scalars" else found
+
+
+async def _on_the_driver(connection: AsyncConnection, kind: str, statement: Any, values: Any) -> list[Any]:
+    if kind == "execute_many":
+        await driver_sql.execute_many(connection, statement, values)
+        return []
+    if kind == "insert_returning":
+        return await driver_sql.insert_returning(connection, statement, values)
+    found = await driver_sql.fetch(connection, statement, values)
+    return _first_columns(found, statement) if kind == "scalars" else found
+
+
+async def test_every_statement_the_store_sends_on_the_driver_gives_what_sqlalchemy_gives(
+    manager: QueueManager, reader: QueueReader, store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's work of every kind (plain, admitted, duplicate-keyed, transactional and
+    multi-queue sends; plain, journaled, acknowledged, batched and two-phase receives; placed
+    copies), recorded as it runs on the driver path; then each statement run again both ways,
+    through SQLAlchemy and on the driver, on the same database: the same rows, or the same
+    error (a key already there, a row gone)."""
+    first, second = await _stocked(manager)
+    admin = await manager.create_queue("private$/driver-admin", QueueSettings(quota_kb=1000))
+    await manager.create_queue("private$/driver-x", QueueSettings(transactional=True))
+    acknowledged = MessageProperties(
+        body=b"ack", admin_queue="DIRECT=OS:.\\private$\\driver-admin", acknowledge=3
+    )
+    with _recorded(monkeypatch) as seen:
+        await manager.send("private$/driver-b", BODY)
+        await manager.send("private$/driver-admin", BODY)
+        await manager.send("private$/driver-a", acknowledged)
+        await manager.deliver("private$/driver-b", BODY, duplicate_key="{key}\\1")
+        await manager.deliver("private$/driver-b", BODY, duplicate_key="{key}\\1")
+        await store.messages.enqueue(
+            [store_message(manager, queue_id, BODY) for queue_id in (second, first, admin.id) * 5]
+        )
+        transaction = await manager.begin_transaction()
+        await manager.send("private$/driver-x", BODY, transaction.id)
+        await manager.commit(transaction.id)
+        for path in ("private$/driver-a", "private$/driver-b", "private$/driver-x"):
+            await reader.receive(path, 0)
+        await reader.receive_many("private$/driver-b", 0, 3)
+        locked = await reader.receive_locked("private$/driver-a", 0, 10)
+        assert locked is not None
+        await reader.end_lock(locked[1], commit=True)
+    assert len({id(statement) for _, statement, _ in seen}) >= 8, seen
+    for kind, statement, values in seen:
+        through_sqlalchemy = await _outcome(_by_sqlalchemy, store, kind, statement, values)
+        on_the_driver = await _outcome(_on_the_driver, store, kind, statement, values)
+        assert on_the_driver == through_sqlalchemy, (kind, str(statement)[:200])
+
+
+async def test_with_the_driver_path_off_every_statement_runs_through_sqlalchemy(
+    database_url: str, clock: SettableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MSMQGW_DRIVER_SQL=false (make_engine(..., driver_sql=False)): the same results, and no
+    statement on the driver."""
+    store = SqlStore(make_engine(database_url, driver_sql=False))
+    manager = QueueManager(store, LocalWakeUps(), clock, ManagerConfig())
+    try:
+        await manager.start()
+        await manager.create_queue("private$/plain", QueueSettings())
+        driver = driver_sql._DRIVERS["aiosqlite" if store.db.sqlite else "asyncpg"]
+        on_the_driver: list[str] = []
+        rows_of = driver.rows
+
+        async def recorded(self: Any, sql: str, values: Any) -> Any:
+            on_the_driver.append(sql)
+            return await rows_of(self, sql, values)
+
+        monkeypatch.setattr(driver, "rows", recorded)
+        sent = await manager.send("private$/plain", BODY)
+        received = await QueueReader(manager).receive("private$/plain", 0)
+        assert received is not None and received.lookup_id == sent.lookup_id
+        await manager.create_queue("private$/admitted", QueueSettings(quota_kb=1000, journal=True))
+        keyed = await manager.deliver("private$/admitted", BODY, duplicate_key="{key}\\1")
+        assert keyed is not None
+        assert await manager.deliver("private$/admitted", BODY, duplicate_key="{key}\\1") is None
+        again = await QueueReader(manager).receive("private$/admitted", 0)
+        assert again is not None and again.lookup_id == keyed.lookup_id
+        assert on_the_driver == []
+    finally:
+        await store.close()

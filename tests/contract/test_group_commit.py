@@ -18,7 +18,7 @@ from qm.reading import QueueReader
 from qm.store import Claim, EnqueueOutcome, EnqueueResult, Selector
 from storage.consequences import Consequences
 from storage.engine import make_engine
-from storage.message_store import EnqueueRequest
+from storage.sending import EnqueueRequest
 from storage.store import SqlStore
 from storage.tables import messages, received_message_ids
 from tests.contract.support import WAIT_LIMIT_S, bodies_of, counts, new_queue, store_message
@@ -47,11 +47,11 @@ async def test_concurrent_enqueues_are_written_by_one_commit(
     await new_queue(manager, PATH)
     queue = await manager.get_queue(PATH)
     store = _store(manager)
-    commits_before = store.group_commit.stats.commits
+    commits_before = store.messages.group_commit.stats.commits
     answers = await asyncio.gather(
-        *(store.enqueue([_message(manager, queue.id, number)]) for number in range(SENDERS))
+        *(store.messages.enqueue([_message(manager, queue.id, number)]) for number in range(SENDERS))
     )
-    assert store.group_commit.stats.commits - commits_before == 1
+    assert store.messages.group_commit.stats.commits - commits_before == 1
     assert [result.outcome for [result] in answers] == [EnqueueOutcome.ACCEPTED] * SENDERS
     assert len({result.lookup_id for [result] in answers}) == SENDERS
     assert await counts(manager, PATH) == (SENDERS, sum(len(str(number)) for number in range(SENDERS)))
@@ -86,14 +86,16 @@ async def test_a_message_that_cannot_be_stored_fails_alone(manager: QueueManager
     requests[5] = EnqueueRequest([_message(manager, queue.id, 5)], sees_its_message)
     requests[6] = EnqueueRequest([_message(manager, queue.id, 6)], refuses)
     store = _store(manager)
-    outcomes = await asyncio.gather(*(store.enqueue_request(r) for r in requests), return_exceptions=True)
+    outcomes = await asyncio.gather(
+        *(store.messages.enqueue_request(r) for r in requests), return_exceptions=True
+    )
 
     assert isinstance(outcomes[3], MqError) and outcomes[3].code is MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND
     assert isinstance(outcomes[6], RuntimeError)
     stored = [outcome for index, outcome in enumerate(outcomes) if index not in (3, 6)]
     assert all(isinstance(o, list) and o[0].outcome is EnqueueOutcome.ACCEPTED for o in stored)
     assert len(seen_inside) == 1
-    browsed = await manager.store.browse(queue.id, 0, 100, manager.clock.now())
+    browsed = await manager.store.messages.browse(queue.id, 0, 100, manager.clock.now())
     assert sorted(int(message.properties.body) for message in browsed) == [0, 1, 2, 4, 5, 7, 8, 9]
     assert (await counts(manager, PATH))[0] == 8
 
@@ -103,7 +105,7 @@ async def test_a_duplicate_in_the_same_batch_is_answered_as_such(manager: QueueM
     queue = await manager.get_queue(PATH)
     store = _store(manager)
     answers = await asyncio.gather(
-        *(store.enqueue([_message(manager, queue.id, number, "srmp-id-1")]) for number in range(2))
+        *(store.messages.enqueue([_message(manager, queue.id, number, "srmp-id-1")]) for number in range(2))
     )
     assert sorted(result.outcome.name for [result] in answers) == ["ACCEPTED", "DUPLICATE"]
     assert (await counts(manager, PATH))[0] == 1
@@ -134,11 +136,11 @@ async def test_concurrent_receives_are_taken_by_one_commit_one_message_each(mana
     await manager.send(OTHER, MessageProperties(body=b"other"))
     orders, other = await manager.get_queue(PATH), await manager.get_queue(OTHER)
     store = _store(manager)
-    commits_before = store.receive_group.stats.commits
+    commits_before = store.messages.receive_group.stats.commits
     now = manager.clock.now()
     callers = [orders] * 5 + [other] * 2
-    taken = await asyncio.gather(*(store.take(queue, Selector(), now, Claim()) for queue in callers))
-    assert store.receive_group.stats.commits - commits_before == 1
+    taken = await asyncio.gather(*(store.messages.take(queue, Selector(), now, Claim()) for queue in callers))
+    assert store.messages.receive_group.stats.commits - commits_before == 1
     assert bodies_of(taken[:4]) == [b"3", b"1", b"0", b"2"]
     assert taken[4] is None
     assert bodies_of(taken[5:6]) == [b"other"] and taken[6] is None
@@ -153,13 +155,13 @@ async def test_a_receive_cancelled_before_its_batch_takes_nothing(manager: Queue
     queue = await manager.get_queue(PATH)
     store = _store(manager)
     now = manager.clock.now()
-    blocker = asyncio.ensure_future(store.take(queue, Selector(), now, Claim()))
+    blocker = asyncio.ensure_future(store.messages.take(queue, Selector(), now, Claim()))
     await asyncio.sleep(0)  # one turn of the loop: the first receive's batch is under way
-    doomed = asyncio.ensure_future(store.take(queue, Selector(), now, Claim()))
+    doomed = asyncio.ensure_future(store.messages.take(queue, Selector(), now, Claim()))
     await asyncio.sleep(0)  # queued behind it
     doomed.cancel()
     assert bodies_of([await blocker]) == [b"kept"]
-    assert bodies_of([await store.take(queue, Selector(), now, Claim())]) == [b"second"]
+    assert bodies_of([await store.messages.take(queue, Selector(), now, Claim())]) == [b"second"]
 
 
 async def test_a_receive_cancelled_while_its_batch_runs_takes_nothing(
@@ -168,7 +170,7 @@ async def test_a_receive_cancelled_while_its_batch_runs_takes_nothing(
     """The caller is cancelled after its message was taken but before the commit: the batch
     is rolled back and runs again without it, so the message stays in the queue. The queue
     journals, so that the receive runs as a transaction on PostgreSQL too (a plain one there
-    commits in the statement that takes the message: MessageStore._take_plain_first)."""
+    commits in the statement that takes the message: Receiver._take_plain_first)."""
     await new_queue(manager, PATH, QueueSettings(journal=True))
     await manager.send(PATH, MessageProperties(body=b"only"))
     queue = await manager.get_queue(PATH)
@@ -182,13 +184,13 @@ async def test_a_receive_cancelled_while_its_batch_runs_takes_nothing(
         await removed(self, *args, **kwargs)
 
     monkeypatch.setattr(Consequences, "removed", held)
-    receiver = asyncio.create_task(store.take(queue, Selector(), manager.clock.now(), Claim()))
+    receiver = asyncio.create_task(store.messages.take(queue, Selector(), manager.clock.now(), Claim()))
     await asyncio.wait_for(inside.wait(), WAIT_LIMIT_S)
     receiver.cancel()
     release.set()
     with pytest.raises(asyncio.CancelledError):
         await receiver
-    await store.receive_group.close()  # the batch has ended, one way or the other
+    await store.messages.receive_group.close()  # the batch has ended, one way or the other
     assert await counts(manager, PATH) == (1, 4)
 
 

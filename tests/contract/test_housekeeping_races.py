@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import storage.holds
 from qm.clock import SettableClock
 from qm.errors import MqError
 from qm.manager import QueueManager
@@ -82,7 +83,9 @@ async def test_a_lock_committed_as_housekeeping_releases_it_is_received_and_not_
     before_expiry = clock.now()
     clock.advance(11)
     async with _message_row_held(database_url, lookup_id):
-        committing = asyncio.create_task(manager.store.end_lock(lookup_id, token, True, before_expiry))
+        committing = asyncio.create_task(
+            manager.store.messages.end_lock(lookup_id, token, True, before_expiry)
+        )
         await _until_waiting(database_url, 1, committing)
         releasing = asyncio.create_task(other_process.release_expired())
         await _until_waiting(database_url, 2, committing, releasing)
@@ -112,14 +115,14 @@ async def test_a_holder_ending_a_lock_housekeeping_is_releasing_waits_and_the_me
     housekeeping_store = other_process.store
     assert isinstance(housekeeping_store, SqlStore)
     read, go_on = asyncio.Event(), asyncio.Event()
-    unlock = housekeeping_store._unlock
+    unlock = storage.holds.unlock
 
     async def pausing_before_the_unlock(*arguments: Any) -> None:
         read.set()
         await go_on.wait()
         await unlock(*arguments)
 
-    monkeypatch.setattr(housekeeping_store, "_unlock", pausing_before_the_unlock)
+    monkeypatch.setattr(storage.holds, "unlock", pausing_before_the_unlock)
     releasing = asyncio.create_task(other_process.release_expired())
     await _within_limit(read.wait())
     ending = asyncio.create_task(reader.end_lock(locked[1], commit=True))

@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.clock import SettableClock
 from qm.config import ManagerConfig
@@ -20,29 +19,14 @@ from qm.cursors import CursorService
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueSettings
 from qm.rules import counter_of
+from storage.counters import allocate_counters
 from storage.engine import make_engine
+from storage.inserts import insert_messages
 from storage.store import SqlStore
 from tests.contract.support import WAIT_LIMIT_S, WatchedWakeUps, new_queue, store_message
 from tests.contract.test_triggers import QUEUE, bodies, rig
 
 pytestmark = pytest.mark.anyio
-
-
-class HeldStore(SqlStore):
-    """A second gateway process on the same database whose next transaction that stores
-    messages stops right after taking their counters, until the test releases it."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(make_engine(url))
-        self.allocated = asyncio.Event()
-        self.release = asyncio.Event()
-
-    async def _allocate_counters(self, connection: AsyncConnection, count: int) -> list[int]:
-        counters = await super()._allocate_counters(connection, count)
-        if not self.release.is_set():
-            self.allocated.set()
-            await self.release.wait()
-        return counters
 
 
 @asynccontextmanager
@@ -55,24 +39,28 @@ async def late_copy(
     queue's row is granted. Both processes share the wake-ups, as LISTEN/NOTIFY would."""
     if database_url.startswith("sqlite"):
         pytest.skip("SQLite has one writer: transactions commit in the order they took counters")
-    held = HeldStore(database_url)
+    held = SqlStore(make_engine(database_url))
+    allocated, release = asyncio.Event(), asyncio.Event()
     other = QueueManager(held, manager.wakeups, clock, ManagerConfig())
     await other.start()
     queue = await manager.get_queue(QUEUE)
 
     async def insert() -> None:
-        async with held._transaction() as connection:
-            await held.insert_messages(
-                connection, [store_message(other, queue.id, MessageProperties(body=body))]
-            )
+        """Stops right after taking its counter, until the test releases it."""
+        async with held.db.transaction() as connection:
+            counters = await allocate_counters(held.db, connection, 1)
+            allocated.set()
+            await release.wait()
+            batch = [store_message(other, queue.id, MessageProperties(body=body))]
+            await insert_messages(held.db, connection, batch, counters)
 
     placing = asyncio.ensure_future(insert())
     try:
         async with asyncio.timeout(WAIT_LIMIT_S):
-            await held.allocated.wait()
+            await allocated.wait()
         yield
     finally:
-        held.release.set()
+        release.set()
         await placing
         await held.close()
 
@@ -173,6 +161,6 @@ async def test_a_settled_counter_stays_below_an_open_transaction(manager: QueueM
     transaction = await late_in_transaction(manager, b"late")
     sent = await manager.send(QUEUE, MessageProperties(body=b"early"), "single")
     late = counter_of(sent.lookup_id) - 1
-    assert await manager.store.counter_high_water() < late
+    assert await manager.store.messages.counter_high_water() < late
     await manager.commit(transaction)
-    assert await manager.store.counter_high_water() == counter_of(sent.lookup_id)
+    assert await manager.store.messages.counter_high_water() == counter_of(sent.lookup_id)

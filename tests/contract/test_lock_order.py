@@ -22,7 +22,7 @@ from qm.manager import QueueManager
 from qm.model import JournalFlags, Message, MessageProperties, Queue, QueueSettings
 from qm.reading import QueueReader
 from storage.engine import make_engine
-from storage.message_store import ReceiveRequest
+from storage.receiving import ReceiveRequest
 from storage.store import SqlStore
 from tests.contract.support import WAIT_LIMIT_S, counts, store_message
 
@@ -60,7 +60,7 @@ async def test_a_receive_batch_and_a_send_batch_over_two_queues_do_not_deadlock(
     store = manager.store
     assert isinstance(store, SqlStore)
     claimed_one, go_on = asyncio.Event(), asyncio.Event()
-    claim = store._delete_first
+    claim = store.messages.receiver._delete_first
 
     async def pausing_after_the_first_claim(*arguments: Any) -> list[Any]:
         found = await claim(*arguments)
@@ -69,15 +69,17 @@ async def test_a_receive_batch_and_a_send_batch_over_two_queues_do_not_deadlock(
             await go_on.wait()
         return found
 
-    monkeypatch.setattr(store, "_delete_first", pausing_after_the_first_claim)
+    monkeypatch.setattr(store.messages.receiver, "_delete_first", pausing_after_the_first_claim)
     now = clock.now()
     # the batch asks for the higher queue first, the send batch writes both
     receiving = asyncio.create_task(
-        store._receive_batch([ReceiveRequest(second, now, None), ReceiveRequest(first, now, None)])
+        store.messages.receiver._receive_batch(
+            [ReceiveRequest(second, now, None), ReceiveRequest(first, now, None)]
+        )
     )
     await claimed_one.wait()
     sending = asyncio.create_task(
-        store.enqueue([store_message(manager, queue.id, CONCURRENT) for queue in (first, second)])
+        store.messages.enqueue([store_message(manager, queue.id, CONCURRENT) for queue in (first, second)])
     )
     with anyio.fail_after(WAIT_LIMIT_S):  # until the send is done, or waits for a row the receive holds
         while not sending.done():
@@ -160,8 +162,10 @@ async def receive_paused_after_its_claim(
     """A receive of the queue's first message as a transaction (a journaled queue, or a
     message with consequences), stopped once its claim returned: it holds the message's row
     and has not yet taken any queue's row."""
-    claim = pause_after(monkeypatch, store, "_delete_first")
-    receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(queue, now, None)]))
+    claim = pause_after(monkeypatch, store.messages.receiver, "_delete_first")
+    receiving = asyncio.create_task(
+        store.messages.receiver._receive_batch([ReceiveRequest(queue, now, None)])
+    )
     await _within_limit(claim.reached.wait())
     return receiving, claim
 
@@ -185,7 +189,7 @@ async def test_a_receive_acknowledged_into_a_lower_queue_and_a_send_batch_over_b
     async with _queue_row_held(database_url, orders.id):
         receiving = asyncio.create_task(reader.receive("private$/orders", 0))
         await _until_waiting(database_url, 1, receiving)
-        sending = asyncio.create_task(other_process.store.enqueue(batch))
+        sending = asyncio.create_task(other_process.store.messages.enqueue(batch))
         await _until_waiting(database_url, 2, receiving, sending)
     received, sent = await _within_limit(asyncio.gather(receiving, sending))
     assert received is not None and received.properties.body == b"order"
@@ -204,7 +208,7 @@ async def test_an_arrival_acknowledged_into_a_lower_queue_and_a_send_batch_over_
     async with _queue_row_held(database_url, orders.id):
         arriving = asyncio.create_task(manager.send("private$/orders", asking))
         await _until_waiting(database_url, 1, arriving)
-        sending = asyncio.create_task(other_process.store.enqueue(batch))
+        sending = asyncio.create_task(other_process.store.messages.enqueue(batch))
         await _until_waiting(database_url, 2, arriving, sending)
     arrived, sent = await _within_limit(asyncio.gather(arriving, sending))
     assert arrived.properties.body == b"order"
@@ -226,7 +230,7 @@ async def test_a_purge_and_a_receive_holding_one_of_its_messages_do_not_deadlock
     store = manager.store
     assert isinstance(store, SqlStore)
     receiving, claim = await receive_paused_after_its_claim(monkeypatch, store, journaled, clock.now())
-    purging = asyncio.create_task(store.purge_queue(journaled.id, clock.now()))
+    purging = asyncio.create_task(store.queues.purge_queue(journaled.id, clock.now()))
     await _until_waiting(database_url, 1, purging)
     claim.go_on.set()
     received, purged = await _within_limit(asyncio.gather(receiving, purging))

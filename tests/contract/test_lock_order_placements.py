@@ -25,7 +25,7 @@ from qm.reading import QueueReader
 from qm.triggers.model import Invocation, Outcome, ProcessingType, Trigger
 from qm.triggers.walker import rejection
 from storage.consequences import Consequences
-from storage.message_store import ReceiveRequest
+from storage.receiving import ReceiveRequest
 from storage.store import SqlStore
 from tests.contract.support import counts, store_message
 from tests.contract.test_lock_order import (
@@ -79,7 +79,7 @@ async def test_a_commit_acknowledging_an_arrival_into_a_lower_queue_and_a_send_b
     async with _queue_row_held(database_url, orders.id):
         committing = asyncio.create_task(manager.commit(transaction.id))
         await _until_waiting(database_url, 1, committing)
-        sending = asyncio.create_task(other_process.store.enqueue(batch))
+        sending = asyncio.create_task(other_process.store.messages.enqueue(batch))
         await _until_waiting(database_url, 2, committing, sending)
     await _within_limit(asyncio.gather(committing, sending))
     assert await counts(manager, "private$/admin") == (2, len(b"concurrent"))  # the send's and the ack
@@ -95,20 +95,22 @@ async def test_a_source_journaled_send_batch_and_a_delivery_with_its_journal_cop
     _postgres_only(database_url)
     journaled = MessageProperties(body=b"journaled", journal=JournalFlags.JOURNAL)
     away = await manager.send(REMOTE, journaled)  # creates the outgoing queue
-    outgoing = await manager.store.find_queue(outgoing_queue_path(REMOTE_URL))
+    outgoing = await manager.store.queues.find_queue(outgoing_queue_path(REMOTE_URL))
     assert outgoing is not None
     orders = await manager.create_queue("private$/orders", QueueSettings())
-    journal = await manager.store.find_queue(system_queue_path(SystemQueue.JOURNAL))
+    journal = await manager.store.queues.find_queue(system_queue_path(SystemQueue.JOURNAL))
     assert journal is not None and journal.id < outgoing.id < orders.id
     batch = [
         store_message(other_process, outgoing.id, CONCURRENT),
         store_message(other_process, orders.id, journaled),
     ]
     async with _queue_row_held(database_url, orders.id):
-        sending = asyncio.create_task(other_process.store.enqueue(batch))
+        sending = asyncio.create_task(other_process.store.messages.enqueue(batch))
         await _until_waiting(database_url, 1, sending)
         delivering = asyncio.create_task(
-            manager.store.outgoing_finished(outgoing.id, away.lookup_id, Reason.DELIVERED, clock.now())
+            manager.store.outgoing.outgoing_finished(
+                outgoing.id, away.lookup_id, Reason.DELIVERED, clock.now()
+            )
         )
         await _until_waiting(database_url, 2, sending, delivering)
     sent, delivered = await _within_limit(asyncio.gather(sending, delivering))
@@ -130,7 +132,7 @@ async def test_a_trigger_rejection_acknowledged_into_a_lower_queue_and_a_send_ba
     trigger = Trigger(
         str(uuid.uuid4()), "t", "private$/orders", orders.id, True, False, ProcessingType.PEEK, ()
     )
-    await store.save_trigger(trigger, clock.now(), create=True)
+    await store.triggers.save_trigger(trigger, clock.now(), create=True)
     placements = rejection(manager.policy, orders, message, clock.now())
     assert {placement.target.key for placement in placements} >= {admin.path.key}
     entry = Invocation(
@@ -148,10 +150,10 @@ async def test_a_trigger_rejection_acknowledged_into_a_lower_queue_and_a_send_ba
     batch = [store_message(other_process, queue.id, CONCURRENT) for queue in (admin, orders)]
     async with _queue_row_held(database_url, orders.id):
         rejecting = asyncio.create_task(
-            store.reject_message(orders.id, message.lookup_id, placements, clock.now(), entry)
+            store.triggers.reject_message(orders.id, message.lookup_id, placements, clock.now(), entry)
         )
         await _until_waiting(database_url, 1, rejecting)
-        sending = asyncio.create_task(other_process.store.enqueue(batch))
+        sending = asyncio.create_task(other_process.store.messages.enqueue(batch))
         await _until_waiting(database_url, 2, rejecting, sending)
     rejected, sent = await _within_limit(asyncio.gather(rejecting, sending))
     assert rejected and len(sent) == 2
@@ -168,14 +170,16 @@ async def test_a_purge_and_a_receive_of_a_message_that_arrived_after_its_hold_do
     queue = await manager.create_queue("private$/busy", QueueSettings())
     await manager.send("private$/busy", MessageProperties(body=b"followed", journal=JournalFlags.DEADLETTER))
     store = _sql_store(manager)
-    mark = pause_after(monkeypatch, store, "_mark_purged")
-    batches = pause_after(monkeypatch, store, "_remove_followed")
-    purging = asyncio.create_task(store.purge_queue(queue.id, clock.now()))
+    mark = pause_after(monkeypatch, store.queues._removal, "_mark_purged")
+    batches = pause_after(monkeypatch, store.queues._removal, "_remove_followed")
+    purging = asyncio.create_task(store.queues.purge_queue(queue.id, clock.now()))
     await _within_limit(mark.reached.wait())
     await manager.send("private$/busy", MessageProperties(body=b"late"))  # commits: the row is free
     mark.go_on.set()
     await _within_limit(batches.reached.wait())  # the purge holds the queue's row now
-    receiving = asyncio.create_task(store._receive_batch([ReceiveRequest(queue, clock.now(), None)]))
+    receiving = asyncio.create_task(
+        store.messages.receiver._receive_batch([ReceiveRequest(queue, clock.now(), None)])
+    )
     await _until_waiting(database_url, 1, receiving, purging)
     batches.go_on.set()
     received, purged = await _within_limit(asyncio.gather(receiving, purging))
@@ -193,8 +197,10 @@ async def test_a_negative_final_receipt_and_an_expiry_in_the_same_outgoing_queue
     # DEADXACT, then the outgoing queue.
     _postgres_only(database_url)
     store = _sql_store(manager)
-    outgoing = (await store.ensure_outgoing_queue(outgoing_queue_path(REMOTE_URL), clock.now())).queue
-    deadxact = await store.find_queue(system_queue_path(SystemQueue.DEADXACT))
+    outgoing = (
+        await store.outgoing.ensure_outgoing_queue(outgoing_queue_path(REMOTE_URL), clock.now())
+    ).queue
+    deadxact = await store.queues.find_queue(system_queue_path(SystemQueue.DEADXACT))
     assert deadxact is not None and deadxact.id < outgoing.id
     asking = MessageProperties(body=b"sent", journal=JournalFlags.DEADLETTER)
     waiting = dataclasses.replace(store_message(manager, outgoing.id, asking), transactional=True)
@@ -203,15 +209,19 @@ async def test_a_negative_final_receipt_and_an_expiry_in_the_same_outgoing_queue
         transactional=True,
         ttrq_deadline=clock.now() - timedelta(seconds=1),
     )
-    [sent, _] = await store.enqueue([waiting, late])
+    [sent, _] = await store.messages.enqueue([waiting, late])
     assert sent.lookup_id is not None
-    position = await store.outgoing_stream_position(outgoing.id, sent.lookup_id, "uuid:stream-1", clock.now())
+    position = await store.outgoing.outgoing_stream_position(
+        outgoing.id, sent.lookup_id, "uuid:stream-1", clock.now()
+    )
     async with _queue_row_held(database_url, outgoing.id):
         concluding = asyncio.create_task(
-            store.outgoing_final_receipt(position.stream_id, sent.message_id, Reason.EXPIRED, clock.now())
+            store.outgoing.outgoing_final_receipt(
+                position.stream_id, sent.message_id, Reason.EXPIRED, clock.now()
+            )
         )
         await _until_waiting(database_url, 1, concluding)
-        expiring = asyncio.create_task(store.expire_in_transit(clock.now(), 10))
+        expiring = asyncio.create_task(store.outgoing.expire_in_transit(clock.now(), 10))
         await _until_waiting(database_url, 2, concluding, expiring)
     concluded, expired = await _within_limit(asyncio.gather(concluding, expiring))
     assert concluded and expired == 1
@@ -236,7 +246,7 @@ async def test_a_purge_whose_later_batch_acknowledges_into_a_lower_queue_and_a_s
     await manager.send("private$/orders", MessageProperties(body=b"first", journal=JournalFlags.DEADLETTER))
     nacked = MessageProperties(body=b"second", admin_queue=ADMIN_FORMAT_NAME, acknowledge=NEG_RECEIVE)
     await manager.send("private$/orders", nacked)
-    monkeypatch.setattr("storage.queue_store._BATCH", 1)
+    monkeypatch.setattr("storage.removal._BATCH", 1)
     batches: list[list[bytes]] = []
     first_batch_done, go_on = asyncio.Event(), asyncio.Event()
     removed = Consequences.removed
@@ -250,11 +260,11 @@ async def test_a_purge_whose_later_batch_acknowledges_into_a_lower_queue_and_a_s
             await go_on.wait()
 
     monkeypatch.setattr(Consequences, "removed", pausing_after_the_first_batch)
-    purging = asyncio.create_task(_sql_store(manager).purge_queue(orders.id, clock.now()))
+    purging = asyncio.create_task(_sql_store(manager).queues.purge_queue(orders.id, clock.now()))
     await _within_limit(first_batch_done.wait())
     assert batches == [[b"first"]]  # the purge holds orders' row now, and not admin's
     batch = [store_message(other_process, queue.id, CONCURRENT) for queue in (admin, orders)]
-    sending = asyncio.create_task(other_process.store.enqueue(batch))
+    sending = asyncio.create_task(other_process.store.messages.enqueue(batch))
     await _until_waiting(database_url, 1, sending, purging)
     go_on.set()
     purged, sent = await _within_limit(asyncio.gather(purging, sending))

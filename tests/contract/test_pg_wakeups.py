@@ -80,12 +80,12 @@ async def test_one_message_from_another_process_wakes_one_waiting_receiver(
     await new_queue(sender.manager, PATH)
     waiting = [asyncio.create_task(receiver.reader.receive(PATH, 120_000)) for _ in range(4)]
     await receiver.wakeups.until_waiting(4)
-    attempts_before = receiver.store.receive_group.stats.requests
+    attempts_before = receiver.store.messages.receive_group.stats.requests
     await send_bodies(sender.manager, PATH, [b"one"])
     done, _ = await asyncio.wait(waiting, timeout=WAIT_LIMIT_S, return_when=asyncio.FIRST_COMPLETED)
     assert bodies_of([task.result() for task in done]) == [b"one"]
     await receiver.wakeups.until_waiting(3)
-    assert receiver.store.receive_group.stats.requests - attempts_before <= 2
+    assert receiver.store.messages.receive_group.stats.requests - attempts_before <= 2
     for task in waiting:
         task.cancel()
 

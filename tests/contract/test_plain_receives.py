@@ -83,10 +83,10 @@ async def test_concurrent_plain_receives_of_one_queue_take_their_messages_in_one
     store = manager.store
     assert isinstance(store, SqlStore)
     now = manager.clock.now()
-    blocker = asyncio.ensure_future(store.take(queue, Selector(), now, Claim()))
+    blocker = asyncio.ensure_future(store.messages.take(queue, Selector(), now, Claim()))
     await asyncio.sleep(0)  # its batch is under way: the next four queue up behind it
     with driver_calls(monkeypatch) as calls:
-        followers = (store.take(queue, Selector(), now, Claim()) for _ in range(4))
+        followers = (store.messages.take(queue, Selector(), now, Claim()) for _ in range(4))
         taken = await asyncio.gather(blocker, *followers)
     assert bodies_of(taken[:3]) == [b"1", b"2", b"3"] and taken[3:] == [None, None]
     assert calls.count("BEGIN") == 0 and "WITH" in calls
@@ -118,9 +118,9 @@ async def test_a_receive_acknowledgment_behind_a_plain_message_is_made(
     store = manager.store
     assert isinstance(store, SqlStore)
     now = manager.clock.now()
-    blocker = asyncio.ensure_future(store.take(queue, Selector(), now, Claim()))
+    blocker = asyncio.ensure_future(store.messages.take(queue, Selector(), now, Claim()))
     await asyncio.sleep(0)
-    taken = await asyncio.gather(blocker, store.take(queue, Selector(), now, Claim()))
+    taken = await asyncio.gather(blocker, store.messages.take(queue, Selector(), now, Claim()))
     assert bodies_of(taken) == [b"plain", b"asks"]
     assert await counts(manager, ADMIN) == (1, 0)
 
@@ -201,12 +201,12 @@ async def test_a_receive_cancelled_while_a_send_holds_the_queue_row_takes_nothin
     and rolls back for the cancelled caller."""
     queue, store = await _queue_with(manager, b"precious")
     async with _queue_row_held(database_url, queue.id) as connection:
-        receiver = asyncio.create_task(store.take(queue, Selector(), manager.clock.now(), Claim()))
+        receiver = asyncio.create_task(store.messages.take(queue, Selector(), manager.clock.now(), Claim()))
         await _until_a_backend_waits_for_a_lock(connection)
         receiver.cancel()
     with pytest.raises(asyncio.CancelledError):
         await receiver
-    await store.receive_group.close()  # the batch has ended, one way or the other
+    await store.messages.receive_group.close()  # the batch has ended, one way or the other
     assert await counts(manager, PATH) == (1, len(b"precious"))
 
 

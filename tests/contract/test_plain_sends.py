@@ -1,5 +1,5 @@
 """A plain send on PostgreSQL is one statement that is its own transaction
-(statements.ENQUEUE_PLAIN): it stores what the transaction path would store, with the same
+(send_statements.ENQUEUE_PLAIN): it stores what the transaction path would store, with the same
 lookup and message IDs, and leaves to the transaction whatever needs admission or more."""
 
 from __future__ import annotations
@@ -117,5 +117,5 @@ async def test_a_value_too_long_for_its_column_is_refused_not_cut(manager: Queue
         replace(store_message(manager, queue.id, too_long), queue_key=queue.path.key) for _ in range(count)
     ]
     with pytest.raises(sa.exc.DBAPIError, match="too long"):
-        await _store(manager).enqueue(batch)
+        await _store(manager).messages.enqueue(batch)
     assert await counts(manager, PLAIN) == (0, 0)

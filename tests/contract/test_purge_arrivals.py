@@ -4,7 +4,7 @@ answered "stored" whose message asked for MQMSG_DEADLETTER, then was never recei
 expired, and is in no queue and no dead-letter queue.
 
 On PostgreSQL (READ COMMITTED: each statement sees what was committed when it began) the
-purge (storage/queue_store.py, QueueStore.purge_queue) removes the messages with
+purge (storage/removal.py, Removal.purge_queue) removes the messages with
 consequences in batches (_remove_followed), then every other available message of the queue
 in one bulk DELETE that places nothing. A message committed by a send after the last batch
 statement began and before the bulk DELETE began is not in the batches, but is in the bulk
@@ -102,8 +102,8 @@ async def test_a_send_committed_between_the_purges_batches_and_its_bulk_delete_i
     await manager.send(PATH, MessageProperties(body=b"plain"))  # purged in bulk, rightly
     store = manager.store
     assert isinstance(store, SqlStore)
-    batches = pause_after(monkeypatch, store, "_remove_followed")
-    purging = asyncio.create_task(store.purge_queue(orders.id, clock.now()))
+    batches = pause_after(monkeypatch, store.queues._removal, "_remove_followed")
+    purging = asyncio.create_task(store.queues.purge_queue(orders.id, clock.now()))
     await _within_limit(batches.reached.wait())
     sent = await _within_limit(other_process.send(PATH, MessageProperties(body=b"during", journal=DEAD)))
     assert sent.properties.body == b"during"  # the sender was told it is stored
@@ -121,7 +121,7 @@ async def test_a_send_during_a_queue_deletion_waits_for_it_and_is_refused(
     database_url: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # QueueStore.delete_queue removes the messages with consequences in batches, then the rest
+    # Removal.delete_queue removes the messages with consequences in batches, then the rest
     # in one bulk DELETE. A message committed in between went with the bulk delete, without its
     # QUEUE_DELETED dead letter. The deletion now locks the queue's row before its batches: a
     # send waits for the deletion and is refused, never stored and then dropped.
@@ -129,8 +129,8 @@ async def test_a_send_during_a_queue_deletion_waits_for_it_and_is_refused(
     orders = await manager.create_queue(PATH, QueueSettings())
     store = manager.store
     assert isinstance(store, SqlStore)
-    batches = pause_after(monkeypatch, store, "_remove_followed")
-    deleting = asyncio.create_task(store.delete_queue(orders.id, clock.now()))
+    batches = pause_after(monkeypatch, store.queues._removal, "_remove_followed")
+    deleting = asyncio.create_task(store.queues.delete_queue(orders.id, clock.now()))
     await _within_limit(batches.reached.wait())
     sending = asyncio.create_task(other_process.send(PATH, MessageProperties(body=b"during", journal=DEAD)))
     await _until_waiting(database_url, 1, sending)

@@ -17,7 +17,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from qm import rules
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueSettings
-from storage import rows, statements
+from storage import rows, send_statements, statements
 from storage.store import SqlStore
 from storage.tables import messages
 from tests.contract.support import new_queue, store_message
@@ -116,14 +116,14 @@ async def test_a_one_message_send_has_a_generic_plan_no_dearer_than_its_custom_p
     sent = dataclasses.replace(
         store_message(manager, queue.id, MessageProperties(body=b"x" * 1024)), queue_key=queue.path.key
     )
-    values = dict(rows.message_values(sent, 0, "")) | {
+    values = send_statements.values_named(dict(rows.message_values(sent, 0, ""))) | {
         "queue": queue.id,
         "key": queue.path.key,
-        statements.MESSAGE_ID_PREFIX: rules.message_id_prefix(store._identity()),
+        send_statements.MESSAGE_ID_PREFIX: rules.message_id_prefix(store.db.identity()),
     }
     async with store.engine.connect() as connection:
-        generic = await _plan(connection, statements.ENQUEUE_PLAIN_ONE, values, "force_generic_plan")
-        custom = await _plan(connection, statements.ENQUEUE_PLAIN_ONE, values, "force_custom_plan")
+        generic = await _plan(connection, send_statements.ENQUEUE_PLAIN_ONE, values, "force_generic_plan")
+        custom = await _plan(connection, send_statements.ENQUEUE_PLAIN_ONE, values, "force_custom_plan")
         await connection.rollback()
     assert _total_cost(generic) <= _total_cost(custom) * 1.1, (generic, custom)
 
@@ -137,7 +137,7 @@ async def test_housekeeping_finds_expired_locks_through_the_expiry_index_on_sqli
         pytest.skip("PostgreSQL's plans of this statement are chosen from statistics")
     store = manager.store
     assert isinstance(store, SqlStore)
-    statement = store._expired_locks(rows.to_us(manager.clock.now()))
+    statement = store.housekeeping._expired_locks(rows.to_us(manager.clock.now()))
     async with store.engine.connect() as connection:
         compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True})
         plan = await connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}")

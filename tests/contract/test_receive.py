@@ -137,7 +137,7 @@ async def test_each_message_wakes_one_waiting_receiver_not_all(
     await watched.until_waiting(8)
     store = manager.store
     assert isinstance(store, SqlStore)
-    attempts_before = store.receive_group.stats.requests
+    attempts_before = store.messages.receive_group.stats.requests
     await send_bodies(manager, PATH, [b"one", b"two"])
     async with asyncio.timeout(WAIT_LIMIT_S):
         while sum(task.done() for task in waiting) < 2:
@@ -145,7 +145,7 @@ async def test_each_message_wakes_one_waiting_receiver_not_all(
     await watched.until_waiting(6)
     finished = [task.result() for task in waiting if task.done()]
     assert sorted(bodies_of(finished)) == [b"one", b"two"]
-    assert store.receive_group.stats.requests - attempts_before <= 4
+    assert store.messages.receive_group.stats.requests - attempts_before <= 4
     for task in waiting:
         task.cancel()
 

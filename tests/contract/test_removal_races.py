@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import storage.removal
 from qm.clock import SettableClock
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
@@ -44,7 +45,7 @@ async def test_a_queue_deletion_and_a_receive_of_a_message_sent_after_its_hold_d
     journaled = await manager.create_queue(PATH, QueueSettings(journal=True))  # receives take the transaction
     deleting_store = other_process.store
     assert isinstance(deleting_store, SqlStore) and isinstance(manager.store, SqlStore)
-    hold = pause_after(monkeypatch, deleting_store, "_hold_messages")
+    hold = pause_after(monkeypatch, deleting_store.queues._removal, "_hold_messages")
     deleting = asyncio.create_task(other_process.delete_queue(PATH))
     await _within_limit(hold.reached.wait())
     await manager.send(PATH, MessageProperties(body=b"late", journal=DEAD))  # not held
@@ -56,7 +57,7 @@ async def test_a_queue_deletion_and_a_receive_of_a_message_sent_after_its_hold_d
     deleted, received = await _within_limit(asyncio.gather(deleting, receiving))
     assert [message.properties.body for message in received if isinstance(message, Message)] == [b"late"]
     assert deleted == 1  # the journal copy of the received message
-    assert await manager.store.find_queue(journaled.path) is None
+    assert await manager.store.queues.find_queue(journaled.path) is None
 
 
 async def test_a_purge_and_a_receive_earning_final_receipts_into_a_lower_outgoing_queue_do_not_deadlock(
@@ -77,7 +78,7 @@ async def test_a_purge_and_a_receive_earning_final_receipts_into_a_lower_outgoin
     assert isinstance(store, SqlStore) and store.policy is not None
     outgoing_path = store.policy.remote_queue(f"DIRECT={RECEIPTS_URL}")
     assert outgoing_path is not None
-    outgoing = await store.ensure_outgoing_queue(outgoing_path, clock.now())
+    outgoing = await store.outgoing.ensure_outgoing_queue(outgoing_path, clock.now())
     orders = await manager.create_queue(PATH, QueueSettings(transactional=True))
     assert outgoing.queue.id < orders.id
 
@@ -91,8 +92,8 @@ async def test_a_purge_and_a_receive_earning_final_receipts_into_a_lower_outgoin
     assert await stream_message(1) is not None
     purging_store = other_process.store
     assert isinstance(purging_store, SqlStore)
-    mark = pause_after(monkeypatch, purging_store, "_mark_purged")
-    lock = pause_after(monkeypatch, purging_store, "_lock_removal_targets")
+    mark = pause_after(monkeypatch, purging_store.queues._removal, "_mark_purged")
+    lock = pause_after(monkeypatch, purging_store.queues._removal, "_lock_removal_targets")
     purging = asyncio.create_task(other_process.purge_queue(PATH))
     await _within_limit(mark.reached.wait())
     assert await stream_message(2) is not None  # not marked: the receive may take it
@@ -133,3 +134,29 @@ async def test_a_message_received_in_a_transaction_whose_queue_is_deleted_has_on
     assert [(copy.properties.body, copy.properties.message_class) for copy in dead] == [(b"held", 0xC000)]
     [back] = await everything(reader, ELSEWHERE)
     assert (back.properties.body, back.abort_count) == (b"elsewhere", 1)
+
+
+async def test_a_queue_deletion_that_never_holds_every_message_gives_up_and_deletes_nothing(
+    manager: QueueManager, reader: QueueReader, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if a send landed between the deletion's hold of the messages and its lock of the
+    # queue's row every time: it used to retry for ever (a livelock under a steady stream of
+    # sends); now it gives up after CLOSE_ATTEMPTS with a clear error, and nothing changed.
+    _postgres_only(database_url)
+    await manager.create_queue(PATH, QueueSettings())
+    await manager.send(PATH, MessageProperties(body=b"kept", journal=DEAD))
+    attempts: list[int] = []
+
+    async def never_all_held(*_arguments: Any) -> bool:
+        attempts.append(1)
+        return False
+
+    monkeypatch.setattr(storage.removal, "_all_held", never_all_held)
+    monkeypatch.setattr(storage.removal, "CLOSE_BACKOFF_S", 0.001)
+    with pytest.raises(MqError) as refused:
+        await _within_limit(manager.delete_queue(PATH))
+    assert refused.value.code is MqErrorCode.MQ_ERROR_SERVICE_NOT_AVAILABLE
+    assert "gave up" in str(refused.value)
+    assert len(attempts) == storage.removal.CLOSE_ATTEMPTS
+    assert [message.properties.body for message in await everything(reader, PATH)] == [b"kept"]
+    assert await everything(reader, "system$;deadletter") == []

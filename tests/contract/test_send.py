@@ -134,7 +134,7 @@ async def test_invalid_sends_store_nothing(manager: QueueManager, reader: QueueR
     assert await reader.peek(PATH, 0) is None
     info = await manager.info()
     assert (info.message_count, info.byte_count) == (0, 0)
-    assert await manager.store.counter_high_water() == 0
+    assert await manager.store.messages.counter_high_water() == 0
 
 
 async def test_invalid_properties_are_refused_in_a_transaction_too(manager: QueueManager) -> None:

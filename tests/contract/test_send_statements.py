@@ -19,7 +19,7 @@ from qm.clock import SettableClock
 from qm.disposal import Placement, PlacementKind
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueSettings
-from storage import statements
+from storage import send_statements
 from storage.store import SqlStore
 from storage.tables import messages, queues
 from tests.contract.support import WAIT_LIMIT_S, counts, store_message
@@ -42,7 +42,7 @@ def _kinds(seen: Counter[str]) -> Counter[str]:
 
 
 def _postgresql_only(store: SqlStore) -> None:
-    if store._sqlite:
+    if store.db.sqlite:
         pytest.skip("SQLite sends take their counters with one UPDATE and are left as they were")
 
 
@@ -68,7 +68,7 @@ async def test_a_batch_over_two_queues_adds_to_both_totals_in_the_one_statement(
     second = await manager.create_queue("private$/second", QueueSettings())
     batch = [store_message(manager, queue.id, BODY) for queue in (second, first, second)]
     with statements_run(manager, monkeypatch) as seen:
-        results = await store.enqueue(batch)
+        results = await store.messages.enqueue(batch)
     assert _kinds(seen) == Counter({"SELECT": 1, "WITH": 1}), seen
     lookup_ids = [result.lookup_id or 0 for result in results]
     assert 0 not in lookup_ids and lookup_ids == sorted(lookup_ids)  # counters in batch order
@@ -79,18 +79,18 @@ async def test_a_batch_over_two_queues_adds_to_both_totals_in_the_one_statement(
 async def test_a_large_batch_stores_each_message_as_a_lone_send_stores_it(
     manager: QueueManager, store: SqlStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Above statements.ROWS_AS_VALUES rows the insert takes a column of values per array
+    """Above send_statements.ROWS_AS_VALUES rows the insert takes a column of values per array
     (on PostgreSQL): every column arrives as from a one-row VALUES list, NULLs included."""
     queue = await manager.create_queue("private$/large", QueueSettings())
     full = MessageProperties(
         body=b"full", label="every column", correlation_id=bytes(range(20)), app_specific=7, priority=5
     )
     alone = store_message(manager, queue.id, full)
-    batch = [store_message(manager, queue.id, full) for _ in range(statements.ROWS_AS_VALUES + 4)]
-    await store.enqueue([alone])
+    batch = [store_message(manager, queue.id, full) for _ in range(send_statements.ROWS_AS_VALUES + 4)]
+    await store.messages.enqueue([alone])
     with statements_run(manager, monkeypatch) as seen:
-        await store.enqueue(batch)
-    assert store._sqlite or _kinds(seen) == Counter({"SELECT": 1, "WITH": 1}), seen
+        await store.messages.enqueue(batch)
+    assert store.db.sqlite or _kinds(seen) == Counter({"SELECT": 1, "WITH": 1}), seen
     async with store.engine.connect() as connection:
         found = (await connection.execute(sa.select(messages).order_by(messages.c.lookup_id))).mappings()
         stored = [{**row, "lookup_id": None, "message_id": None} for row in found]
@@ -113,10 +113,10 @@ async def test_copies_to_several_queues_outside_a_send_add_to_the_totals_in_id_o
         return Placement(PlacementKind.ACKNOWLEDGMENT, path, BODY, "", clock.now(), manager.guid, None)
 
     with statements_run(manager, monkeypatch) as seen:
-        await store.place([copy(second.path), copy(first.path)], clock.now())
+        await store.messages.place([copy(second.path), copy(first.path)], clock.now())
     assert seen["WITH"] == 0 and seen["INSERT"] == seen["UPDATE"] == 1, seen
     with statements_run(manager, monkeypatch) as seen:
-        await store.place([copy(first.path), copy(first.path)], clock.now())
+        await store.messages.place([copy(first.path), copy(first.path)], clock.now())
     assert seen["WITH"] == 1 and seen["INSERT"] == seen["UPDATE"] == 0, seen
     assert await counts(manager, "private$/admin-a") == (3, 3 * len(BODY.body))
     assert await counts(manager, "private$/admin-b") == (1, len(BODY.body))
@@ -152,7 +152,7 @@ async def test_a_send_has_its_transaction_id_before_it_takes_its_counters(
     async with store.engine.connect() as holder:
         await holder.execute(sa.select(queues.c.id).where(queues.c.id == queue.id).with_for_update())
         before = await _last_counter(holder)
-        sending = asyncio.ensure_future(store.enqueue([store_message(manager, queue.id, BODY)]))
+        sending = asyncio.ensure_future(store.messages.enqueue([store_message(manager, queue.id, BODY)]))
         try:
             with anyio.fail_after(WAIT_LIMIT_S):
                 while not (waiting := await _waiting_for_a_lock(holder)):

@@ -33,10 +33,10 @@ async def test_a_single_read_is_its_own_transaction_on_postgresql(
         pytest.skip("SQLite reads begin no transaction on the server: there is none")
     store = manager.store
     assert isinstance(store, SqlStore)
-    async with store._reading() as connection:
+    async with store.db.reading() as connection:
         assert not await in_transaction_block(connection)
         assert (await connection.execute(sa.text("SELECT 1"))).scalar_one() == 1  # still usable
     async with store.engine.connect() as connection:  # the check can tell: BEGIN comes first here
         assert await in_transaction_block(connection)
-    async with store._transaction() as connection:  # and a transaction is still one
+    async with store.db.transaction() as connection:  # and a transaction is still one
         assert await in_transaction_block(connection)

@@ -24,10 +24,12 @@ async def test_two_processes_opening_a_fresh_database_at_once_share_one_queue_ma
     _postgres_only(database_url)
     first, second = SqlStore(make_engine(database_url)), SqlStore(make_engine(database_url))
     try:
-        look = pause_after(monkeypatch, first, "_manager_row")
-        opening = asyncio.create_task(first.open_queue_manager(QueueManagerInfo(uuid.uuid4(), 1000, False)))
+        look = pause_after(monkeypatch, first.queues, "_manager_row")
+        opening = asyncio.create_task(
+            first.queues.open_queue_manager(QueueManagerInfo(uuid.uuid4(), 1000, False))
+        )
         await _within_limit(look.reached.wait())  # no row yet
-        opened_second = await second.open_queue_manager(QueueManagerInfo(uuid.uuid4(), 1000, False))
+        opened_second = await second.queues.open_queue_manager(QueueManagerInfo(uuid.uuid4(), 1000, False))
         look.go_on.set()
         opened_first = await _within_limit(opening)
     finally:

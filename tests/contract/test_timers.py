@@ -288,7 +288,7 @@ async def test_one_pass_expires_a_message_deep_inside_a_big_queue(
 async def _bulk(manager: QueueManager, queue_id: int, number: int, body: bytes) -> None:
     """Store many messages in one transaction (a send each would take minutes on SQLite)."""
     batch = [store_message(manager, queue_id, MessageProperties(body=body)) for _ in range(number)]
-    await manager.store.enqueue(batch)
+    await manager.store.messages.enqueue(batch)
 
 
 @pytest.mark.parametrize("manager_config", [ManagerConfig(sweep_batch=3)])
@@ -417,7 +417,7 @@ async def test_two_sweepers_on_one_database_never_handle_a_message_twice(
         )
         for number in range(600)
     ]
-    await manager.store.enqueue(batch)
+    await manager.store.messages.enqueue(batch)
     config = ManagerConfig(sweep_batch=20)
     stores = [SqlStore(make_engine(database_url)) for _ in range(2)]
     sweepers = [QueueManager(store, LocalWakeUps(), clock, config) for store in stores]

@@ -27,7 +27,7 @@ def _ended_right_after_the_look(manager: QueueManager, monkeypatch: pytest.Monke
 
     async def looked_then_ended(transaction_id: str, touch: bool = True) -> Any:
         record = await look(transaction_id, touch)
-        await manager.store.finish_transaction(transaction_id, False, manager.clock.now())
+        await manager.store.transactions.finish_transaction(transaction_id, False, manager.clock.now())
         return record
 
     monkeypatch.setattr(manager, "_active_transaction", looked_then_ended)

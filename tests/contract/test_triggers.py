@@ -39,7 +39,7 @@ class Rig:
     services: list[TriggerService] = field(default_factory=list)
 
     def service(self, holder: str = "one") -> TriggerService:
-        started = TriggerService(self.manager, self.manager.store, self.runner, self.config, holder)
+        started = TriggerService(self.manager, self.manager.store.triggers, self.runner, self.config, holder)
         self.services.append(started)
         return started
 
@@ -67,7 +67,7 @@ async def rig(
     async with WebhookServer(status_for, hangs) as server:
         allow = AllowList(url_prefixes=(server.url,))
         runner = HttpAndCommandRunner(allow)
-        built = Rig(manager, server, TriggerAdmin(manager, manager.store, allow), runner, settings)
+        built = Rig(manager, server, TriggerAdmin(manager, manager.store.triggers, allow), runner, settings)
         try:
             yield built
         finally:
@@ -144,7 +144,7 @@ async def test_retrieval_receives_only_when_the_rules_fired_and_the_action_succe
         await watched.until_waiting()
         assert bodies(r.server.hits) == ["good", "bad", "bad", "good2"]
         assert await remaining(reader) == ["bad", "skip"]
-        log = await manager.store.list_invocations(trigger.id, 0, 10)
+        log = await manager.store.triggers.list_invocations(trigger.id, 0, 10)
         assert [(entry.outcome, entry.attempts) for entry in log] == [
             (Outcome.SUCCESS, 1),
             (Outcome.FAILURE, 2),
@@ -193,7 +193,7 @@ async def test_transactional_retrieval_loop_ends_at_the_attempt_limit_in_the_dea
         assert dead.properties.message_class == 0xC004  # MessageClass.NACK_RECEIVE_REJECTED
         assert dead.destination_queue == "private$\\MyQueue"
         assert await remaining(reader) == []
-        log = await manager.store.list_invocations(trigger.id, 0, 10)
+        log = await manager.store.triggers.list_invocations(trigger.id, 0, 10)
         assert [entry.outcome for entry in log] == [Outcome.FAILURE] * 3 + [Outcome.DEAD_LETTERED]
         assert len(r.server.hits) == 3
 
@@ -281,7 +281,7 @@ async def test_a_hanging_webhook_times_out_and_never_blocks_sends(
         await r.server.until(1)
         await send(manager, ["ok"])  # while the action hangs
         await r.server.until(2)  # serialized: the hang's entry is logged before "ok" is acted on
-        [entry, *_rest] = await manager.store.list_invocations(trigger.id, 0, 10)
+        [entry, *_rest] = await manager.store.triggers.list_invocations(trigger.id, 0, 10)
         assert (entry.outcome, entry.error) == (Outcome.FAILURE, "no answer within 0.3 s")
         await watched.until_waiting()
 

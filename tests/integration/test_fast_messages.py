@@ -250,7 +250,7 @@ def twin_settings(url: str) -> Settings:
 async def same_identity(settings: Settings) -> None:
     """Message IDs carry the queue manager's GUID: give both databases the same one."""
     store = SqlStore(make_engine(settings.database_url))
-    await store.open_queue_manager(QueueManagerInfo(GUID, settings.initial_quota_kb, False))
+    await store.queues.open_queue_manager(QueueManagerInfo(GUID, settings.initial_quota_kb, False))
     await store.close()
 
 

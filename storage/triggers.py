@@ -26,8 +26,8 @@ from qm.triggers.model import (
     Trigger,
 )
 from storage import rows
-from storage.base import StoreBase
 from storage.consequences import Consequences
+from storage.database import Database
 from storage.tables import (
     AVAILABLE,
     messages,
@@ -47,12 +47,15 @@ le = trigger_leases.c
 m = messages.c
 
 
-class TriggerStore(StoreBase):
+class SqlTriggers:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
     # -- triggers ---------------------------------------------------------------------
 
     async def save_trigger(self, trigger: Trigger, now: datetime, create: bool) -> None:
         values = _trigger_values(trigger, now)
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             if create:
                 await connection.execute(
                     sa.insert(triggers).values({**values, "created_at": rows.to_us(now)})
@@ -76,7 +79,7 @@ class TriggerStore(StoreBase):
         return await self._triggers(sa.true())
 
     async def _triggers(self, where: sa.ColumnElement[bool]) -> list[Trigger]:
-        async with self.engine.connect() as connection:
+        async with self._db.engine.connect() as connection:
             found = (await connection.execute(sa.select(triggers).where(where).order_by(tr.name))).mappings()
             records = list(found)
             ids = [row["id"] for row in records]
@@ -89,7 +92,7 @@ class TriggerStore(StoreBase):
         return [_trigger_from_row(row, attached.get(row["id"], [])) for row in records]
 
     async def delete_trigger(self, trigger_id: str) -> bool:
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             result = await connection.execute(sa.delete(triggers).where(tr.id == trigger_id))
         return bool(result.rowcount)
 
@@ -97,7 +100,7 @@ class TriggerStore(StoreBase):
 
     async def save_rule(self, rule: Rule, now: datetime, create: bool) -> None:
         values = _rule_values(rule, now)
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             if create:
                 await connection.execute(
                     sa.insert(trigger_rules).values({**values, "created_at": rows.to_us(now)})
@@ -114,12 +117,12 @@ class TriggerStore(StoreBase):
         return await self._rules(sa.true())
 
     async def _rules(self, where: sa.ColumnElement[bool]) -> list[Rule]:
-        async with self.engine.connect() as connection:
+        async with self._db.engine.connect() as connection:
             found = await connection.execute(sa.select(trigger_rules).where(where).order_by(ru.name))
             return [_rule_from_row(row) for row in found.mappings()]
 
     async def delete_rule(self, rule_id: str) -> bool:
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             await connection.execute(sa.delete(trigger_attachments).where(at.rule_id == rule_id))
             result = await connection.execute(sa.delete(trigger_rules).where(ru.id == rule_id))
         return bool(result.rowcount)
@@ -127,7 +130,7 @@ class TriggerStore(StoreBase):
     # -- the invocation log -----------------------------------------------------------
 
     async def add_invocation(self, invocation: Invocation) -> None:
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             await connection.execute(sa.insert(trigger_invocations).values(_invocation_values(invocation)))
 
     async def list_invocations(self, trigger_id: str, after: int, limit: int) -> list[Invocation]:
@@ -137,7 +140,7 @@ class TriggerStore(StoreBase):
             .order_by(iv.id)
             .limit(limit)
         )
-        async with self.engine.connect() as connection:
+        async with self._db.engine.connect() as connection:
             return [_invocation_from_row(row) for row in (await connection.execute(statement)).mappings()]
 
     # -- leases -----------------------------------------------------------------------
@@ -145,7 +148,7 @@ class TriggerStore(StoreBase):
     async def acquire_trigger_lease(
         self, trigger_id: str, holder: str, now: datetime, until: datetime
     ) -> bool:
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             renewed = await connection.execute(
                 sa.update(trigger_leases)
                 .where(
@@ -160,7 +163,7 @@ class TriggerStore(StoreBase):
     async def _new_lease(
         self, connection: AsyncConnection, trigger_id: str, holder: str, until: datetime
     ) -> bool:
-        insert = sqlite_insert if self._sqlite else postgresql_insert
+        insert = sqlite_insert if self._db.sqlite else postgresql_insert
         statement = (
             insert(trigger_leases)
             .values(trigger_id=trigger_id, holder=holder, expires_at=rows.to_us(until))
@@ -169,7 +172,7 @@ class TriggerStore(StoreBase):
         return bool((await connection.execute(statement)).rowcount)
 
     async def release_trigger_lease(self, trigger_id: str, holder: str) -> None:
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             await connection.execute(
                 sa.delete(trigger_leases).where(le.trigger_id == trigger_id, le.holder == holder)
             )
@@ -184,7 +187,7 @@ class TriggerStore(StoreBase):
         now: datetime,
         invocation: Invocation,
     ) -> bool:
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             statement = (
                 sa.delete(messages)
                 .where(m.lookup_id == lookup_id, m.queue_id == queue_id, m.state == AVAILABLE)
@@ -193,7 +196,7 @@ class TriggerStore(StoreBase):
             row = (await connection.execute(statement)).mappings().first()
             if row is None:
                 return False
-            consequences = Consequences(self, connection, now)
+            consequences = Consequences(self._db, connection, now)
             receipts = await consequences.final_receipts_earned([row], Reason.REJECTED)
             await consequences.settle([row], [*placements, *receipts])
             await connection.execute(sa.insert(trigger_invocations).values(_invocation_values(invocation)))

@@ -15,8 +15,8 @@ from qm.model import JournalFlags, Message
 from qm.outbound import OutgoingQueue, OutgoingStreamPosition
 from qm.paths import QueueKind, QueuePath
 from storage import rows
-from storage.base import StoreBase
 from storage.consequences import Consequences, create_outgoing_queue, remove_past_deadline
+from storage.database import Database
 from storage.tables import (
     AVAILABLE,
     messages,
@@ -33,13 +33,16 @@ sm = outgoing_stream_messages.c
 q = queues.c
 
 
-class OutgoingStore(StoreBase):
+class SqlOutgoing:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
     async def ensure_outgoing_queue(self, path: QueuePath, now: datetime) -> OutgoingQueue:
         try:
-            async with self._transaction() as connection:
+            async with self._db.transaction() as connection:
                 queue_id = await create_outgoing_queue(connection, path, now)
         except sa.exc.IntegrityError:  # created concurrently by another process
-            async with self.engine.connect() as connection:
+            async with self._db.engine.connect() as connection:
                 queue_id = (
                     await connection.execute(sa.select(q.id).where(q.path_key == path.key))
                 ).scalar_one()
@@ -68,7 +71,7 @@ class OutgoingStore(StoreBase):
     async def acquire_outgoing_lease(self, queue_id: int, owner: str, now: datetime, until: datetime) -> bool:
         """One conditional UPDATE: atomic on SQLite (one writer at a time) and on PostgreSQL (a
         concurrent UPDATE of the row waits, then re-checks the condition on the row it wrote)."""
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             taken = await connection.execute(
                 sa.update(outgoing_queues)
                 .where(o.queue_id == queue_id, _lease_open_to(owner, rows.to_us(now)))
@@ -77,7 +80,7 @@ class OutgoingStore(StoreBase):
         return bool(taken.rowcount)
 
     async def release_outgoing_lease(self, queue_id: int, owner: str) -> None:
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             await connection.execute(
                 sa.update(outgoing_queues)
                 .where(o.queue_id == queue_id, o.owner == owner)
@@ -91,7 +94,7 @@ class OutgoingStore(StoreBase):
             .where(*conditions)
             .order_by(q.id)
         )
-        async with self.engine.connect() as connection:
+        async with self._db.engine.connect() as connection:
             found = (await connection.execute(statement)).mappings().all()
         return [_outgoing_from_row(row) for row in found]
 
@@ -114,16 +117,16 @@ class OutgoingStore(StoreBase):
             .order_by(m.lookup_id)
             .limit(1)
         )
-        async with self.engine.connect() as connection:
+        async with self._db.engine.connect() as connection:
             row = (await connection.execute(statement)).mappings().first()
         return None if row is None else rows.message_from_row(row)
 
     async def outgoing_finished(self, queue_id: int, lookup_id: int, reason: Reason, now: datetime) -> bool:
         """Remove a sent (DELIVERED) or refused message with what follows; False if it was gone."""
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             statement = sa.delete(messages).where(m.lookup_id == lookup_id, m.state == AVAILABLE)
             gone = (await connection.execute(statement.returning(*messages.c))).mappings().all()
-            await Consequences(self, connection, now).removed(gone, reason)
+            await Consequences(self._db, connection, now).removed(gone, reason)
             await connection.execute(sa.delete(outgoing_stream_messages).where(sm.lookup_id == lookup_id))
             await connection.execute(
                 sa.update(outgoing_queues)
@@ -141,7 +144,7 @@ class OutgoingStore(StoreBase):
         self, queue_id: int, lookup_id: int, candidate_stream_id: str, now: datetime
     ) -> OutgoingStreamPosition:
         """The message's stream ordinal, assigned at its first send and kept for its resends."""
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             stream = await self._outgoing_stream(connection, queue_id, candidate_stream_id, now)
             statement = sa.select(sm.ordinal).where(sm.lookup_id == lookup_id)
             ordinal = (await connection.execute(statement)).scalar()
@@ -198,7 +201,7 @@ class OutgoingStore(StoreBase):
         return max(acknowledged, highest or 0)
 
     async def outgoing_stream_sent(self, lookup_id: int, now: datetime) -> None:
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             await connection.execute(
                 sa.update(outgoing_stream_messages)
                 .where(sm.lookup_id == lookup_id)
@@ -213,7 +216,7 @@ class OutgoingStore(StoreBase):
         gets its journal copy now and stays, never resent and no longer subject to its time to
         reach queue, until its final receipt (reference §4.4). None when the stream is not one
         this gateway sends."""
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             statement = sa.select(os_.queue_id).where(os_.stream_id == stream_id)
             queue_id = (await connection.execute(statement)).scalar()
             if queue_id is None:
@@ -224,7 +227,7 @@ class OutgoingStore(StoreBase):
             )
             gone = (await connection.execute(removal.returning(*messages.c))).mappings().all()
             held = await self._hold_for_final_receipt(connection, queue_id, last_ordinal, now)
-            consequences = Consequences(self, connection, now)
+            consequences = Consequences(self._db, connection, now)
             placements = [
                 *await consequences.earned(gone, Reason.DELIVERED),
                 *await consequences.earned(held, Reason.DELIVERED),
@@ -285,7 +288,7 @@ class OutgoingStore(StoreBase):
         """A final receipt for a message sent on `stream_id`: it leaves the outgoing queue, to
         the transactional dead-letter queue when the outcome is negative (and it asked for
         that). False when no such message waits here; None when the stream is not ours."""
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             statement = sa.select(os_.queue_id).where(os_.stream_id == stream_id)
             queue_id = (await connection.execute(statement)).scalar()
             if queue_id is None:
@@ -294,7 +297,7 @@ class OutgoingStore(StoreBase):
                 m.queue_id == queue_id, m.message_id == message_id, m.state == AVAILABLE, m.transactional
             )
             gone = (await connection.execute(removal.returning(*messages.c))).mappings().all()
-            await Consequences(self, connection, now).concluded(gone, reason)
+            await Consequences(self._db, connection, now).concluded(gone, reason)
             ids = [row["lookup_id"] for row in gone]
             if ids:
                 await connection.execute(sa.delete(outgoing_stream_messages).where(sm.lookup_id.in_(ids)))
@@ -320,7 +323,7 @@ class OutgoingStore(StoreBase):
         await self._update_outgoing(queue_id, **values)
 
     async def _update_outgoing(self, queue_id: int, **values: Any) -> None:
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             await connection.execute(
                 sa.update(outgoing_queues).where(o.queue_id == queue_id).values(**values)
             )
@@ -336,10 +339,10 @@ class OutgoingStore(StoreBase):
             .order_by(m.ttrq_deadline)
             .limit(limit)
         )
-        async with self.engine.connect() as connection:
+        async with self._db.engine.connect() as connection:
             if (await connection.execute(due.limit(1))).first() is None:
                 return 0
-        return await remove_past_deadline(self, due, "ttrq_deadline", Reason.REACH_QUEUE_TIMEOUT, now)
+        return await remove_past_deadline(self._db, due, "ttrq_deadline", Reason.REACH_QUEUE_TIMEOUT, now)
 
 
 def _lease_open_to(owner: str, now_us: int) -> sa.ColumnElement[bool]:

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from qm import streams
 from qm.streams import StreamPosition, StreamReceiptDue
 from storage import rows
-from storage.base import StoreBase
+from storage.database import Database
 from storage.tables import srmp_streams
 
 s = srmp_streams.c
@@ -26,7 +26,10 @@ class StreamState:
     first_unacknowledged_at: int | None
 
 
-class StreamStore(StoreBase):
+class SqlStreams:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
     async def stream_state(self, connection: AsyncConnection, stream_id: str) -> StreamState | None:
         statement = sa.select(s.last_ordinal, s.first_unacknowledged_at).where(s.stream_id == stream_id)
         row = (await connection.execute(statement)).first()
@@ -43,7 +46,7 @@ class StreamStore(StoreBase):
             first = state.first_unacknowledged_at
         due = rows.to_us(streams.receipt_due(rows.optional_time(first), now))
         if state is None:
-            insert = sqlite_insert if self._sqlite else postgresql_insert
+            insert = sqlite_insert if self._db.sqlite else postgresql_insert
             statement = (
                 insert(srmp_streams)
                 .values(
@@ -80,7 +83,7 @@ class StreamStore(StoreBase):
             .order_by(s.receipt_due_at)
             .limit(limit)
         )
-        async with self.engine.connect() as connection:
+        async with self._db.engine.connect() as connection:
             found = (await connection.execute(statement)).mappings().all()
         return [
             StreamReceiptDue(
@@ -96,7 +99,7 @@ class StreamStore(StoreBase):
     async def stream_receipt_sent(self, stream_id: str, last_ordinal: int, now: datetime) -> None:
         """The sender now knows of every message up to `last_ordinal`. Messages accepted while
         the receipt was on its way keep the stream due."""
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             await connection.execute(
                 sa.update(srmp_streams)
                 .where(s.stream_id == stream_id)
@@ -116,7 +119,7 @@ class StreamStore(StoreBase):
 
     async def stream_receipt_failed(self, stream_id: str, retry_at: datetime | None) -> None:
         """Count a failed receipt and retry at `retry_at` (None: never; a later message re-arms it)."""
-        async with self._transaction() as connection:
+        async with self._db.transaction() as connection:
             await connection.execute(
                 sa.update(srmp_streams)
                 .where(s.stream_id == stream_id)
