@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
+from app import cli_access
 from app.schemas import MessageIn, MessageOut, QueueCreate, QueueOut
 from app.settings import Settings, load_settings
 from app.trigger_schemas import InvocationOut, RuleOut, TriggerOut
@@ -77,6 +78,7 @@ def _pipeline(argv: list[str]) -> int:
 def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.auth import check_exposure
     from app.http_protocol import OneWriteHttpToolsProtocol
     from app.main import create_app
 
@@ -87,6 +89,11 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     host = arguments.host or settings.host
     port = arguments.port or settings.port
     settings = settings.model_copy(update={"host": host, "port": port})  # the receipts URL names the port
+    try:
+        check_exposure(settings)
+    except RuntimeError as refused:
+        print(f"msmq-gateway: {refused}", file=sys.stderr)
+        return EXIT_FAILURE
     if arguments.workers > 1:
         # Each worker process builds its own app from the same MSMQGW_* environment; they share
         # the database (docs/performance.md: several workers).
@@ -213,6 +220,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _message_commands(commands)
     _trigger_commands(commands)
+    cli_access.add_commands(commands)
     return parser
 
 

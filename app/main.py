@@ -15,12 +15,14 @@ from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
 from app import errors, openapi
+from app.auth import Authorization, KeyVerifier, Security, check_exposure, prune_audit_pass
 from app.gateway import Gateway
-from app.housekeeping import background_tasks, supervise_on_demand
+from app.housekeeping import background_tasks, supervise, supervise_on_demand
 from app.outbound.client import SrmpClient
 from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
 from app.routes import (
+    access,
     cursors,
     docs_ui,
     fast_messages,
@@ -36,6 +38,7 @@ from app.routes import (
 )
 from app.settings import Settings, load_settings
 from app.trigger_actions import TriggerRuntime
+from qm.access import AccessControl
 from qm.clock import Clock, SystemClock
 from qm.cursors import CursorService
 from qm.manager import QueueManager
@@ -51,6 +54,8 @@ receive and peek with waits, cursors, lookup-ID navigation, transactions and two
 reads. Errors are `application/problem+json` carrying the MQ_ERROR name and hex code.
 Lookup IDs are decimal strings. Queue paths appear in URLs as `private$/name` or `name`.
 """
+AUDIT_PRUNE_INTERVAL_S = 3600.0
+"""How often audit entries past MSMQGW_AUDIT_RETENTION_DAYS are pruned."""
 
 
 def process_name() -> str:
@@ -69,6 +74,7 @@ def settle_heap() -> None:
 
 def create_app(settings: Settings | None = None, clock: Clock | None = None) -> FastAPI:
     settings = settings or load_settings()
+    check_exposure(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -94,6 +100,10 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
             tasks.append(asyncio.create_task(supervised))
         app.state.triggers = TriggerRuntime(manager, store, settings)
         app.state.trigger_admin = app.state.triggers.admin
+        access = AccessControl(store.access, manager.clock, settings.auth_cache_ttl_s)
+        app.state.security = Security(settings, KeyVerifier(store.access, settings.auth_cache_ttl_s), access)
+        prune = supervise("audit pruning", lambda: prune_audit_pass(access, settings), AUDIT_PRUNE_INTERVAL_S)
+        tasks.append(asyncio.create_task(prune))
         settle_heap()
         try:
             yield
@@ -120,6 +130,8 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     # Inside the SRMP layer (the last added is the outermost): a virtual directory named like
     # the REST prefix keeps taking those requests, as before. Its check costs under a microsecond.
     app.add_middleware(fast_messages.FastMessages, application=app)
+    # Outside the fast layer, so that every REST request is checked (app/access_rules.py).
+    app.add_middleware(Authorization, application=app)
     app.add_middleware(srmp.SrmpRequestTarget, virtual_directory=settings.srmp_virtual_directory)
     openapi.install(app, srmp.SRMP_OPENAPI)
     # Matching walks the routes in order: the busiest (send, receive) first. Lookup before
@@ -137,6 +149,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         triggers.rules_router,
         queues.router,
         outgoing.router,
+        access.router,
         srmp.router,
         soap_api.router,
         docs_ui.router,

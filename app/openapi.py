@@ -21,6 +21,7 @@ from pydantic.json_schema import models_json_schema
 from starlette.routing import BaseRoute
 
 from app.answers import INVALID_PARAMETER, answers
+from app.auth import declare_access
 from app.errors import PROBLEM_JSON
 from app.gateway import LOOKUP_ID_PATTERN
 from app.schemas import MessageBatch, MessageIn
@@ -60,6 +61,7 @@ TAGS: list[dict[str, str]] = [
     {"name": "triggers", "description": "Message Queuing Triggers: rules and triggers"},
     {"name": "srmp", "description": "MSMQ over HTTP from Windows senders"},
     {"name": "soap", "description": "The SOAP 1.1 API and its WSDL"},
+    {"name": "access", "description": "Principals, API keys, rights (MSMQ's access masks) and the audit log"},
 ]
 
 PATH_PARAMETERS: dict[str, dict[str, Any]] = {
@@ -108,6 +110,7 @@ def install(
             _add_models(document, models)
             _describe_path_parameters(document)
             app.openapi_schema = _problems_instead_of_422(document)
+            declare_access(app.openapi_schema)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -155,6 +155,29 @@ class Settings(BaseSettings):
         15.0, gt=0, description="A trigger held by a process that stopped renewing moves after this"
     )
 
+    anonymous_admin: bool = Field(
+        True,
+        description="Callers without credentials from a loopback address have every right (the README's "
+        "walk-through needs no set-up); false: they have only what is granted to `anonymous`. On a "
+        "non-loopback MSMQGW_HOST the gateway refuses to start while this is true, unless "
+        "MSMQGW_ALLOW_UNAUTHENTICATED_NETWORK is set (docs/security.md)",
+    )
+    allow_unauthenticated_network: bool = Field(
+        False,
+        description="Let callers without credentials administer from any address, and start so on a "
+        "network address (a warning is logged): for a closed lab network only",
+    )
+    auth_cache_ttl_s: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="How long a verified API key and a principal's grants are remembered: a key revoked "
+        "or a grant changed through another gateway process takes effect within this time",
+    )
+    audit_retention_days: float = Field(
+        90.0, gt=0, description="Audit log entries older than this are pruned by housekeeping"
+    )
+
     @model_validator(mode="after")
     def _send_fits_in_lease(self) -> Settings:
         if self.srmp_send_timeout_s > self.srmp_outgoing_lease_s / 2:

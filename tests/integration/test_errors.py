@@ -27,6 +27,8 @@ IDS = {
     "{queue_id}": "999999",
     "{trigger}": "NoSuchTrigger",
     "{rule}": "NoSuchRule",
+    "{name}": "nobody",
+    "{key_id}": "0000000000000000",
 }
 
 _RULE: dict[str, Any] = {"json": {"name": "R", "action": {"url": "http://127.0.0.1/"}}}
@@ -105,6 +107,18 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("POST", "/api/triggers/{trigger}/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     ("DELETE", "/api/triggers/{trigger}/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     ("GET", "/api/triggers/{trigger}/invocations"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/principals"): ({}, 0, ""),  # no error path: listing always works
+    ("DELETE", "/api/principals/{name}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/keys"): ({}, 0, ""),  # no error path: listing always works
+    ("POST", "/api/keys"): ({"json": {"principal": "a:b"}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
+    ("DELETE", "/api/keys/{key_id}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/grants"): ({}, 0, ""),  # no error path: listing always works
+    ("POST", "/api/grants"): (
+        {"json": {"principal": "app", "queue": "q", "rights": ["SEND"]}},
+        400,
+        "MQ_ERROR_INVALID_PARAMETER",
+    ),
+    ("GET", "/api/audit"): ({"params": {"limit": 0}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
     # SRMP answers carry only a status, never a body (reference §2): tested in tests/compat.
     ("POST", "/msmq/{path}"): ({}, 0, ""),
     # The SOAP API answers SOAP faults, not problem+json: tested in tests/compat/test_soap_api.py.

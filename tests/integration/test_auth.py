@@ -1,0 +1,235 @@
+"""Credentials at the edge: API keys as Bearer or HTTP Basic, the anonymous administrator on
+loopback only, queue ownership, the audit log, and the start-up refusal on a network address."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from app import auth
+from app.main import create_app
+from app.settings import Settings
+from qm.clock import SettableClock
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def closed_settings(settings: Settings) -> Settings:
+    """No anonymous administrator: every caller proves who it is."""
+    return settings.model_copy(update={"anonymous_admin": False})
+
+
+@pytest.fixture
+async def closed_app(closed_settings: Settings, clock: SettableClock) -> AsyncIterator[FastAPI]:
+    application = create_app(closed_settings, clock)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+def _client(
+    app: FastAPI, host: str = "127.0.0.1", headers: dict[str, str] | None = None
+) -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=app, client=(host, 50000))
+    return httpx.AsyncClient(transport=transport, base_url="http://gateway.test", headers=headers)
+
+
+def _bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def _basic(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+async def _key(
+    client: httpx.AsyncClient, principal: str, *grants: tuple[str | None, list[str]]
+) -> dict[str, Any]:
+    for queue, rights in grants:
+        granted = await client.post(
+            "/api/grants", json={"principal": principal, "queue": queue, "rights": rights}
+        )
+        assert granted.status_code == 200, granted.text
+    created = await client.post("/api/keys", json={"principal": principal, "description": "test"})
+    assert created.status_code == 201, created.text
+    body: dict[str, Any] = created.json()
+    return body
+
+
+async def test_a_key_works_as_bearer_and_as_basic_with_principal_or_key_id(app: FastAPI) -> None:
+    async with _client(app) as admin:
+        assert (await admin.post("/api/queues", json={"path": "private$/orders"})).status_code == 201
+        key = await _key(admin, "orders-app", ("private$/orders", ["WRITE_MESSAGE"]))
+    assert key["key"].startswith("mgw_") and key["principal"] == "orders-app"
+    for headers in (_bearer(key["key"]), _basic("orders-app", key["key"]), _basic(key["key_id"], key["key"])):
+        async with _client(app, "10.1.2.3", headers) as remote:
+            sent = await remote.post("/api/queues/private$/orders/messages", json={"body": "hi"})
+            assert sent.status_code == 201, sent.text
+            denied = await remote.post("/api/queues/private$/orders/receive")
+            assert denied.status_code == 403
+            assert denied.json()["detail"] == "'orders-app' lacks RECEIVE_MESSAGE on 'private$/orders'"
+    async with _client(app) as admin:
+        assert (await admin.get("/api/queues/private$/orders")).json()["message_count"] == 3
+        listed = (await admin.get("/api/keys")).json()
+    assert [(item["key_id"], item["principal"]) for item in listed] == [(key["key_id"], "orders-app")]
+    assert "key" not in listed[0]  # shown once
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        _bearer("mgw_0000000000000000_nope"),
+        _bearer("not-a-key"),
+        _basic("someone-else", "mgw_0000000000000000_nope"),
+        {"Authorization": "Basic !!!"},
+        {"Authorization": "Digest abc"},
+    ],
+)
+async def test_credentials_that_are_not_valid_are_401_even_on_loopback(
+    app: FastAPI, headers: dict[str, str]
+) -> None:
+    async with _client(app, headers=headers) as client:
+        response = await client.post("/api/queues", json={"path": "private$/x"})
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Basic")
+    assert response.json()["mq_error"] == "MQ_ERROR_ACCESS_DENIED"
+    async with _client(app) as admin:
+        assert (await admin.get("/api/queues/private$/x")).status_code == 404  # nothing done
+
+
+async def test_a_key_of_another_principal_is_refused_under_basic(app: FastAPI) -> None:
+    async with _client(app) as admin:
+        key = await _key(admin, "a", (None, ["GET_PROPERTIES"]))
+    async with _client(app, headers=_basic("b", key["key"])) as client:
+        assert (await client.get("/api/queue-manager")).status_code == 401
+    async with _client(app, headers=_basic("a", key["key"])) as client:
+        assert (await client.get("/api/queue-manager")).status_code == 200
+
+
+async def test_a_revoked_key_is_refused_at_once(app: FastAPI) -> None:
+    async with _client(app) as admin:
+        key = await _key(admin, "ops", (None, ["GET_PROPERTIES"]))
+        async with _client(app, headers=_bearer(key["key"])) as client:
+            assert (await client.get("/api/queue-manager")).status_code == 200
+            assert (await admin.delete(f"/api/keys/{key['key_id']}")).status_code == 204
+            assert (await client.get("/api/queue-manager")).status_code == 401
+        assert (await admin.delete(f"/api/keys/{key['key_id']}")).status_code == 404
+
+
+async def test_a_verified_key_is_not_hashed_again(app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with _client(app) as admin:
+        key = await _key(admin, "ops", (None, ["GET_PROPERTIES"]))
+    hashed: list[bytes] = []
+    original = auth.hash_secret
+
+    def counting(secret: str, salt: bytes) -> bytes:
+        hashed.append(salt)
+        return original(secret, salt)
+
+    monkeypatch.setattr(auth, "hash_secret", counting)
+    async with _client(app, headers=_bearer(key["key"])) as client:
+        for _ in range(5):
+            assert (await client.get("/api/queue-manager")).status_code == 200
+        wrong = key["key"][:-2] + ("AA" if not key["key"].endswith("AA") else "BB")
+        assert (await client.get("/api/queue-manager", headers=_bearer(wrong))).status_code == 401
+    assert len(hashed) == 1  # the first request only: a wrong secret differs from the one remembered
+
+
+async def test_without_the_anonymous_administrator_anonymous_has_only_its_grants(closed_app: FastAPI) -> None:
+    async with _client(closed_app) as anonymous:
+        refused = await anonymous.post("/api/queues", json={"path": "private$/x"})
+        assert refused.status_code == 403
+        assert refused.json()["detail"] == "'anonymous' lacks CREATE_QUEUE on the queue manager"
+        assert (await anonymous.post("/api/keys", json={"principal": "me"})).status_code == 403
+
+
+async def test_the_anonymous_administrator_is_on_loopback_only(app: FastAPI) -> None:
+    async with _client(app, "10.1.2.3") as remote:
+        refused = await remote.post("/api/queues", json={"path": "private$/x"})
+        assert refused.status_code == 403
+        assert (await remote.get("/healthz")).status_code == 200  # public
+    for loopback in ("127.0.0.1", "127.8.9.10", "::1"):
+        async with _client(app, loopback) as local:
+            assert (await local.get("/api/queues")).status_code == 200
+
+
+async def test_the_creator_owns_its_queue_and_nobody_else_does(app: FastAPI) -> None:
+    async with _client(app) as admin:
+        creator = await _key(admin, "creator", (None, ["CREATE_QUEUE"]))
+        other = await _key(admin, "other", (None, ["CREATE_QUEUE"]))
+    async with _client(app, "10.1.2.3", _bearer(creator["key"])) as client:
+        assert (await client.post("/api/queues", json={"path": "private$/Mine"})).status_code == 201
+        assert (
+            await client.post("/api/queues/private$/mine/messages", json={"body": "x"})
+        ).status_code == 201
+        assert (await client.post("/api/queues/PRIVATE$/MINE/receive")).status_code == 200
+        assert (await client.patch("/api/queues/private$/mine", json={"label": "l"})).status_code == 200
+    async with _client(app, "10.1.2.3", _bearer(other["key"])) as client:
+        assert (await client.delete("/api/queues/private$/mine")).status_code == 403
+        assert (
+            await client.post("/api/queues/private$/mine/messages", json={"body": "x"})
+        ).status_code == 403
+    async with _client(app, "10.1.2.3", _bearer(creator["key"])) as client:
+        assert (await client.delete("/api/queues/private$/mine")).status_code == 200
+    async with _client(app) as admin:
+        grants = (await admin.get("/api/grants", params={"principal": "creator"})).json()
+    assert {"queue": "private$/Mine", "mask": 0xF003F} in [
+        {"queue": grant["queue"], "mask": grant["mask"]} for grant in grants
+    ]
+
+
+async def test_changes_are_audited_with_principal_client_and_outcome(app: FastAPI) -> None:
+    async with _client(app) as admin:
+        ops = await _key(admin, "ops", (None, ["CREATE_QUEUE", "READ_AUDIT"]))
+    async with _client(app, "10.1.2.3", _bearer(ops["key"])) as client:
+        assert (await client.post("/api/queues", json={"path": "private$/a"})).status_code == 201
+        assert (await client.post("/api/queues", json={"path": "private$/a"})).status_code == 409
+        assert (await client.patch("/api/queue-manager", json={"throttled": False})).status_code == 403
+        assert (await client.post("/api/queues/private$/a/messages", json={"body": "x"})).status_code == 201
+        page = (await client.get("/api/audit", params={"limit": 2})).json()
+        rest = (await client.get("/api/audit", params={"before": page["next_before"]})).json()
+    entries = page["entries"] + rest["entries"]
+    seen = [(entry["principal"], entry["client"], entry["action"], entry["outcome"]) for entry in entries]
+    assert seen[:3] == [
+        ("ops", "10.1.2.3:50000", "PATCH /api/queue-manager", "denied"),
+        ("ops", "10.1.2.3:50000", "POST /api/queues", "failed 409"),
+        ("ops", "10.1.2.3:50000", "POST /api/queues", "allowed 201"),
+    ]  # message traffic is not audited
+    assert all(entry["action"] != "POST /api/queues/{path:path}/messages" for entry in entries)
+
+
+async def test_anonymous_refusals_are_not_audited(app: FastAPI) -> None:
+    async with _client(app, "10.1.2.3") as remote:
+        for number in range(3):
+            assert (await remote.post("/api/queues", json={"path": f"private$/{number}"})).status_code == 403
+    async with _client(app) as admin:
+        entries = (await admin.get("/api/audit")).json()["entries"]
+    assert all(entry["outcome"] != "denied" for entry in entries)
+
+
+def test_a_network_address_without_authentication_refuses_to_start(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    network = settings.model_copy(update={"host": "0.0.0.0"})
+    with pytest.raises(RuntimeError, match=r"refusing to listen on 0\.0\.0\.0"):
+        create_app(network)
+    create_app(network.model_copy(update={"anonymous_admin": False}))  # keys only: starts
+    create_app(settings.model_copy(update={"host": "localhost"}))
+    with caplog.at_level(logging.WARNING, logger="app.auth"):
+        create_app(network.model_copy(update={"allow_unauthenticated_network": True}))
+    assert "WITHOUT CREDENTIALS" in caplog.text
+
+
+async def test_the_unauthenticated_network_setting_makes_everyone_administrator(
+    settings: Settings, clock: SettableClock
+) -> None:
+    opened = settings.model_copy(update={"allow_unauthenticated_network": True})
+    application = create_app(opened, clock)
+    async with application.router.lifespan_context(application), _client(application, "10.1.2.3") as remote:
+        assert (await remote.post("/api/queues", json={"path": "private$/x"})).status_code == 201
