@@ -34,7 +34,8 @@ from app.errors import PROBLEM_JSON, problem
 from app.settings import Settings
 from qm.access import ANONYMOUS, AccessControl, AccessRepository, ApiKeyRecord, AuditEntry
 from qm.errors import MqError, MqErrorCode
-from qm.paths import parse_queue_path
+from qm.manager import QueueManager
+from qm.paths import QueuePath, parse_queue_path
 from qm.rights import QueueManagerRight, QueueRight, Requirement, on_queue, on_queue_manager, owner_grant
 
 log = logging.getLogger(__name__)
@@ -212,8 +213,15 @@ async def authorize(request: Request, right: QueueRight | QueueManagerRight, que
         requirement = on_queue_manager(right)
     else:
         assert queue is not None
-        requirement = on_queue(right, parse_queue_path(queue))
+        requirement = on_queue(right, queue_path(request.app.state.gateway.manager, right, queue))
     await security_of(request).access.check(who.principal, requirement)
+
+
+def queue_path(manager: QueueManager, right: QueueRight, text: str) -> QueuePath:
+    """The queue an operation on `text` acts on, resolved as the queue manager resolves it: a
+    format name is the local queue it designates, and a send may go to a remote queue's
+    outgoing queue. Checking the text as written would let a format name pass unchecked."""
+    return manager.destination(text) if right is QueueRight.WRITE_MESSAGE else manager.resolve(text)
 
 
 async def give_ownership(request: Request, queue_path: str) -> None:
@@ -329,7 +337,9 @@ async def _requirement(rule: Rule, params: dict[str, Any], scope: Scope) -> Requ
         if rule.locate is Locate.CURSOR:
             _record, queue = await scope["app"].state.gateway.cursors.describe(params["cursor_id"])
             return on_queue(rule.right, queue.path)
-        return on_queue(rule.right, parse_queue_path(params["path"]))
+        return on_queue(
+            rule.right, queue_path(scope["app"].state.gateway.manager, rule.right, params["path"])
+        )
     except MqError as error:
         if error.code is MqErrorCode.MQ_ERROR_ACCESS_DENIED:
             raise

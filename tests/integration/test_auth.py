@@ -233,3 +233,41 @@ async def test_the_unauthenticated_network_setting_makes_everyone_administrator(
     application = create_app(opened, clock)
     async with application.router.lifespan_context(application), _client(application, "10.1.2.3") as remote:
         assert (await remote.post("/api/queues", json={"path": "private$/x"})).status_code == 201
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "DIRECT=OS:localhost\\private$\\orders",
+        "direct=os:127.0.0.1\\PRIVATE$\\ORDERS",
+        "DIRECT=HTTP://localhost/msmq/private$/orders",
+    ],
+)
+async def test_a_format_name_needs_the_right_of_the_queue_it_designates(app: FastAPI, name: str) -> None:
+    async with _client(app) as admin:
+        assert (await admin.post("/api/queues", json={"path": "private$/orders"})).status_code == 201
+        assert (
+            await admin.post("/api/queues/private$/orders/messages", json={"body": "x"})
+        ).status_code == 201
+        reader = await _key(admin, "reader", ("private$/other", ["GENERIC_ALL"]))
+    async with _client(app, "10.1.2.3", _bearer(reader["key"])) as client:
+        for method, suffix in (("POST", "/receive"), ("GET", "/peek"), ("POST", "/messages"), ("DELETE", "")):
+            response = await client.request(method, f"/api/queues/{name}{suffix}", json={"body": "y"})
+            assert response.status_code == 403, (method, suffix, response.text)
+    async with _client(app) as admin:
+        assert (await admin.get("/api/queues/private$/orders")).json()["message_count"] == 1
+
+
+async def test_a_send_to_a_remote_queue_needs_the_right_on_its_outgoing_queue(app: FastAPI) -> None:
+    remote = "DIRECT=HTTP://remote.example/msmq/private$/orders"
+    async with _client(app) as admin:
+        writer = await _key(admin, "writer", ("private$/*", ["WRITE_MESSAGE"]))
+        outgoing = await _key(admin, "outgoing", ("DIRECT=HTTP://remote.example/*", ["WRITE_MESSAGE"]))
+    async with _client(app, "10.1.2.3", _bearer(writer["key"])) as client:
+        refused = await client.post(f"/api/queues/{remote}/messages", json={"body": "x"})
+        assert refused.json()["mq_error"] == "MQ_ERROR_ACCESS_DENIED", refused.text
+        assert f"lacks WRITE_MESSAGE on {remote!r}" in refused.json()["detail"]
+    async with _client(app, "10.1.2.3", _bearer(outgoing["key"])) as client:
+        sent = await client.post(f"/api/queues/{remote}/messages", json={"body": "x"})
+        # Past the right: refused by the outbound allow-list (MSMQGW_SRMP_OUTBOUND_HOSTS) instead.
+        assert sent.json()["mq_error"] == "MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION", sent.text
