@@ -32,11 +32,19 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.access_rules import RULES, Locate, Rule
 from app.errors import PROBLEM_JSON, problem
 from app.settings import Settings
-from qm.access import ANONYMOUS, AccessControl, AccessRepository, ApiKeyRecord, AuditEntry
+from qm.access import ANONYMOUS, ANONYMOUS_SRMP, AccessControl, AccessRepository, ApiKeyRecord, AuditEntry
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
 from qm.paths import QueuePath, parse_queue_path
-from qm.rights import QueueManagerRight, QueueRight, Requirement, on_queue, on_queue_manager, owner_grant
+from qm.rights import (
+    QueueManagerRight,
+    QueueRight,
+    Requirement,
+    allows,
+    on_queue,
+    on_queue_manager,
+    owner_grant,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +53,7 @@ SCRYPT_N, SCRYPT_R, SCRYPT_P, HASH_BYTES = 2**14, 8, 1, 32
 """scrypt's cost: about 40 ms and 16 MB per verification, once per key per process and TTL."""
 CALLER = "msmq.caller"
 """Scope key: the Caller of this request."""
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 REALM = 'Basic realm="msmq-gateway", charset="UTF-8"'
 
 
@@ -139,12 +148,33 @@ class Security:
     settings: Settings
     keys: KeyVerifier
     access: AccessControl
+    srmp_networks: tuple[IPNetwork, ...] = ()
 
     def anonymous_is_administrator(self, client_host: str) -> bool:
         settings = self.settings
         return settings.anonymous_admin and (
             settings.allow_unauthenticated_network or is_loopback(client_host)
         )
+
+
+async def srmp_sender_may_write(security: Security, client_host: str, queue: QueuePath) -> bool:
+    """The anonymous SRMP sender's right to write `queue`, from where it is."""
+    settings = security.settings
+    networks = security.srmp_networks
+    if networks and not _within(client_host, networks):
+        return False
+    if settings.srmp_anonymous_write == "all":
+        return True
+    grants = await security.access.grants_of(ANONYMOUS_SRMP)
+    return allows(grants, on_queue(QueueRight.WRITE_MESSAGE, queue))
+
+
+def _within(host: str, networks: tuple[IPNetwork, ...]) -> bool:
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return any(address in network for network in networks)
 
 
 def is_loopback(host: str) -> bool:

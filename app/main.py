@@ -101,7 +101,8 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         app.state.triggers = TriggerRuntime(manager, store, settings)
         app.state.trigger_admin = app.state.triggers.admin
         access = AccessControl(store.access, manager.clock, settings.auth_cache_ttl_s)
-        app.state.security = Security(settings, KeyVerifier(store.access, settings.auth_cache_ttl_s), access)
+        keys = KeyVerifier(store.access, settings.auth_cache_ttl_s)
+        app.state.security = Security(settings, keys, access, settings.source_networks())
         prune = supervise("audit pruning", lambda: prune_audit_pass(access, settings), AUDIT_PRUNE_INTERVAL_S)
         tasks.append(asyncio.create_task(prune))
         settle_heap()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -174,6 +175,17 @@ class Settings(BaseSettings):
         description="How long a verified API key and a principal's grants are remembered: a key revoked "
         "or a grant changed through another gateway process takes effect within this time",
     )
+    srmp_anonymous_write: Literal["all", "granted"] = Field(
+        "all",
+        description="all: SRMP senders (principal anonymous-srmp) may write every local queue, as MSMQ's "
+        "default queue ACL lets ANONYMOUS LOGON send; granted: only queues where anonymous-srmp holds "
+        "WRITE_MESSAGE",
+    )
+    srmp_source_networks: str = Field(
+        "",
+        description="Comma-separated networks (CIDR) SRMP senders may write from; empty: any. A message "
+        "from elsewhere is refused as MQMSG_CLASS_NACK_ACCESS_DENIED",
+    )
     audit_retention_days: float = Field(
         90.0, gt=0, description="Audit log entries older than this are pruned by housekeeping"
     )
@@ -221,6 +233,16 @@ class Settings(BaseSettings):
         host = (public or names or ["localhost"])[0]
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}/{self.srmp_virtual_directory}/private$/order_queue$"
+
+    @field_validator("srmp_source_networks")
+    @classmethod
+    def _networks_parse(cls, value: str) -> str:
+        for item in _items(value):
+            ipaddress.ip_network(item, strict=False)  # ValueError names the bad one
+        return value
+
+    def source_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return tuple(ipaddress.ip_network(item, strict=False) for item in _items(self.srmp_source_networks))
 
     def outbound_hosts(self) -> list[str]:
         return [name.strip() for name in self.srmp_outbound_hosts.split(",") if name.strip()]

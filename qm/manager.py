@@ -66,6 +66,8 @@ class QueueManager:
         self._waiting = Waiting(self)
         self.deliver = self._sending.deliver
         """Enqueue a message that may arrive more than once (qm.sending.Sending.deliver)."""
+        self.refuse_arrival = self._sending.refuse_arrival
+        """Refuse a message its sender may not write (qm.sending.Sending.refuse_arrival)."""
         self.final_receipt_received = self._receipts.final_receipt_received
         self._take_waiting = self._waiting.take_waiting
         self._wait = self._waiting.wait

@@ -11,7 +11,10 @@ import pytest
 from qm.access import AccessControl, ApiKeyRecord, AuditEntry
 from qm.clock import SettableClock
 from qm.errors import MqErrorCode
+from qm.manager import QueueManager
+from qm.model import Acknowledgment, MessageClass, MessageProperties, QueueSettings
 from qm.paths import parse_queue_path
+from qm.reading import QueueReader
 from qm.rights import QUEUE_MANAGER, Grant, QueueManagerRight, QueueRight, on_queue, on_queue_manager
 from storage.access import SqlAccess
 from storage.engine import make_engine
@@ -121,3 +124,28 @@ async def test_access_control_remembers_grants_until_told_or_timed_out(
         await control.check("app", orders)
     with mq_error(MqErrorCode.MQ_ERROR_ACCESS_DENIED):
         await control.check("app", on_queue_manager(QueueManagerRight.CREATE_QUEUE))
+
+
+async def test_a_refused_arrival_earns_only_its_nack_where_asked(manager: QueueManager) -> None:
+    """MQMSG_CLASS_NACK_ACCESS_DENIED (0x8004) to the admin queue for a message that asked for
+    negative arrival acknowledgments; nothing else stored anywhere."""
+    await manager.create_queue("private$/orders", QueueSettings())
+    await manager.create_queue("private$/admin", QueueSettings())
+    asking = MessageProperties(
+        body=b"order",
+        label="o",
+        admin_queue="DIRECT=OS:.\\private$\\admin",
+        acknowledge=Acknowledgment.NEG_ARRIVAL,
+    )
+    path = manager.resolve("private$/orders")
+    assert await manager.refuse_arrival(path, asking, "{0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0}\\7")
+    not_asking = MessageProperties(body=b"x", admin_queue="DIRECT=OS:.\\private$\\admin")
+    assert not await manager.refuse_arrival(path, not_asking, "{0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0}\\8")
+    reader = QueueReader(manager)
+    nack = await reader.receive("private$/admin", 0)
+    assert nack is not None
+    assert nack.properties.message_class == MessageClass.NACK_ACCESS_DENIED  # 0x8004
+    assert nack.properties.body == b"order"
+    assert nack.properties.response_queue == "DIRECT=OS:.\\private$\\orders"
+    assert await reader.receive("private$/admin", 0) is None
+    assert await reader.peek("private$/orders", 0) is None
