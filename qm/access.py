@@ -122,6 +122,8 @@ class AccessControl:
         self._ttl_s = ttl_s
         self._monotonic = monotonic
         self._grants: dict[str, tuple[float, tuple[Grant, ...]]] = {}
+        self.generation = 0
+        """Moves on each change of grants here: decisions remembered elsewhere compare it."""
 
     async def grants_of(self, principal: str) -> tuple[Grant, ...]:
         now = self._monotonic()
@@ -137,6 +139,16 @@ class AccessControl:
     def forget(self) -> None:
         """After a change of grants here: the next check reads them again."""
         self._grants.clear()
+        self.generation += 1
+
+    def known_until(self, principal: str) -> float:
+        """Until when (monotonic) the remembered grants of `principal` are used: a decision
+        taken from them may be remembered as long, and no longer."""
+        remembered = self._grants.get(principal)
+        return remembered[0] if remembered is not None else 0.0
+
+    def monotonic(self) -> float:
+        return self._monotonic()
 
     async def check(self, principal: str, requirement: Requirement) -> None:
         """MQ_ERROR_ACCESS_DENIED unless the principal's grants allow it."""

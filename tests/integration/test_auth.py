@@ -3,6 +3,7 @@ loopback only, queue ownership, the audit log, and the start-up refusal on a net
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 from collections.abc import AsyncIterator
@@ -271,3 +272,74 @@ async def test_a_send_to_a_remote_queue_needs_the_right_on_its_outgoing_queue(ap
         sent = await client.post(f"/api/queues/{remote}/messages", json={"body": "x"})
         # Past the right: refused by the outbound allow-list (MSMQGW_SRMP_OUTBOUND_HOSTS) instead.
         assert sent.json()["mq_error"] == "MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION", sent.text
+
+
+async def test_requests_arriving_together_with_a_new_key_hash_it_once(
+    app: FastAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with _client(app) as admin:
+        key = await _key(admin, "ops", (None, ["GET_PROPERTIES"]))
+    hashed: list[bytes] = []
+    original = auth.hash_secret
+
+    def counting(secret: str, salt: bytes) -> bytes:
+        hashed.append(salt)
+        return original(secret, salt)
+
+    monkeypatch.setattr(auth, "hash_secret", counting)
+    async with _client(app, headers=_bearer(key["key"])) as client:
+        answers = await asyncio.gather(*(client.get("/api/queue-manager") for _ in range(16)))
+    assert [answer.status_code for answer in answers] == [200] * 16
+    assert len(hashed) == 1
+
+
+async def test_a_grant_taken_away_here_is_refused_at_once(app: FastAPI) -> None:
+    async with _client(app) as admin:
+        await admin.post("/api/queues", json={"path": "private$/orders"})
+        key = await _key(admin, "app", ("private$/orders", ["WRITE_MESSAGE"]))
+        async with _client(app, "10.1.2.3", _bearer(key["key"])) as client:
+            for _ in range(2):  # the second is answered from the remembered decision
+                assert (
+                    await client.post("/api/queues/private$/orders/messages", json={"body": "x"})
+                ).status_code == 201
+            revoke = {
+                "principal": "app",
+                "queue": "private$/orders",
+                "rights": ["WRITE_MESSAGE"],
+                "revoke": True,
+            }
+            assert (await admin.post("/api/grants", json=revoke)).json()["rights"] == []
+            assert (
+                await client.post("/api/queues/private$/orders/messages", json={"body": "x"})
+            ).status_code == 403
+
+
+async def test_a_grant_taken_away_by_another_process_is_refused_once_remembered_grants_expire(
+    app: FastAPI, settings: Settings, clock: SettableClock
+) -> None:
+    ticks = [1000.0]
+    security: auth.Security = app.state.security
+    security.access._monotonic = lambda: ticks[0]  # this process's clock of remembered grants
+    async with _client(app) as admin:
+        await admin.post("/api/queues", json={"path": "private$/orders"})
+        key = await _key(admin, "app", ("private$/orders", ["WRITE_MESSAGE"]))
+    other = create_app(settings, clock)  # another gateway process on the same database
+    async with other.router.lifespan_context(other), _client(other) as other_admin:
+        async with _client(app, "10.1.2.3", _bearer(key["key"])) as client:
+            assert (
+                await client.post("/api/queues/private$/orders/messages", json={"body": "x"})
+            ).status_code == 201
+            revoke = {
+                "principal": "app",
+                "queue": "private$/orders",
+                "rights": ["WRITE_MESSAGE"],
+                "revoke": True,
+            }
+            assert (await other_admin.post("/api/grants", json=revoke)).status_code == 200
+            assert (
+                await client.post("/api/queues/private$/orders/messages", json={"body": "x"})
+            ).status_code == 201
+            ticks[0] += settings.auth_cache_ttl_s
+            assert (
+                await client.post("/api/queues/private$/orders/messages", json={"body": "x"})
+            ).status_code == 403
