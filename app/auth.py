@@ -317,6 +317,11 @@ async def give_ownership(request: Request, queue_path: str) -> None:
         await security_of(request).access.give([owner_grant(who.principal, parse_queue_path(queue_path))])
 
 
+async def queue_deleted(request: Request, queue_path: str) -> None:
+    path = request.app.state.gateway.manager.resolve(queue_path)
+    await security_of(request).access.queue_deleted(path.url_path)
+
+
 async def audit(request: Request, action: str, target: str, outcome: str) -> None:
     who = caller(request)
     await record(security_of(request), who, action, target, outcome)

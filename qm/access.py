@@ -87,6 +87,10 @@ class AccessRepository(Protocol):
         """The principal's rights on that scope become (old | add) & ~remove; None: none left."""
         ...
 
+    async def delete_queue_grants(self, queue: str) -> int:
+        """The grants on exactly this queue path (ASCII case folded), not patterns that match it."""
+        ...
+
     async def record_audit(self, entry: AuditEntry) -> None: ...
 
     async def audit_page(self, before_id: int | None, limit: int) -> list[AuditEntry]:
@@ -166,6 +170,14 @@ class AccessControl:
         """Add these grants (a queue's owner, an administrator)."""
         for grant in grants:
             await self.change_grant(grant.principal, grant.queue, grant.rights, 0)
+
+    async def queue_deleted(self, queue: str) -> None:
+        """A deleted queue's own grants go with it, as its ACL does in MSMQ: a queue created
+        later under the same name starts with only its new creator's."""
+        try:
+            await self.store.delete_queue_grants(queue)
+        finally:
+            self.forget()
 
     async def delete_principal(self, name: str) -> bool:
         try:

@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from qm.access import ApiKeyRecord, AuditEntry, Principal
-from qm.rights import Grant
+from qm.rights import Grant, fold
 from storage import rows
 from storage.database import Database
 from storage.tables import api_keys, audit_log, grants, principals
@@ -120,6 +120,16 @@ class SqlAccess:
                 sa.insert(grants).values(principal=principal, queue=queue, rights=rights)
             )
         return Grant(principal, queue, rights)
+
+    async def delete_queue_grants(self, queue: str) -> int:
+        """Compared in Python (qm.rights.fold): SQL's lower() folds more than ASCII on PostgreSQL."""
+        exact = fold(queue)
+        async with self._db.transaction() as connection:
+            found = await connection.execute(sa.select(g.id, g.queue).where(g.queue.is_not(None)))
+            ids = [row.id for row in found if "*" not in row.queue and fold(row.queue) == exact]
+            if ids:
+                await connection.execute(sa.delete(grants).where(g.id.in_(ids)))
+        return len(ids)
 
     async def record_audit(self, entry: AuditEntry) -> None:
         async with self._db.transaction() as connection:

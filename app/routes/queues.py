@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response, status
 from pydantic import BaseModel, Field
 
 from app import answers as a
-from app.auth import give_ownership
+from app.auth import give_ownership, queue_deleted
 from app.docs import QUEUE_EXAMPLE
 from app.gateway import GatewayDep
 from app.schemas import QueueCreate, QueueOut, QueueUpdate
@@ -102,6 +102,7 @@ def register_item_routes(api: APIRouter) -> None:
             a.ok({"deleted": "private$/orders", "messages_dropped": 3}), a.QUEUE_PATH, a.ADMINISTERED
         ),
     )
-    async def delete_queue(path: str, gateway: GatewayDep) -> DeleteOut:
+    async def delete_queue(path: str, gateway: GatewayDep, request: Request) -> DeleteOut:
         dropped = await gateway.manager.delete_queue(path)
+        await queue_deleted(request, path)
         return DeleteOut(deleted=path, messages_dropped=dropped)

@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from app.access_rules import SOAP_RULES
-from app.auth import audit, authorize, caller, give_ownership
+from app.auth import audit, authorize, caller, give_ownership, queue_deleted
 from app.docs import SOAP_FAULT_EXAMPLE, SOAP_REQUEST_BODY, SOAP_RESPONSE_EXAMPLE, WSDL_EXAMPLE
 from app.errors import HTTP_STATUS, HttpMqError
 from app.gateway import Gateway, GatewayDep, canonical_queue, check_wait
@@ -148,6 +148,8 @@ async def _checked(call: Call, request: Request, gateway: Gateway) -> Values:
         raise
     if isinstance(call, calls.CreateQueue):
         await give_ownership(request, call.path)
+    if isinstance(call, calls.DeleteQueue):
+        await queue_deleted(request, call.path)
     await audit(request, action, target, "allowed")
     return values
 

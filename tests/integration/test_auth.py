@@ -343,3 +343,29 @@ async def test_a_grant_taken_away_by_another_process_is_refused_once_remembered_
             assert (
                 await client.post("/api/queues/private$/orders/messages", json={"body": "x"})
             ).status_code == 403
+
+
+async def test_a_deleted_queue_takes_its_grants_and_a_new_one_of_that_name_is_its_creators(
+    app: FastAPI,
+) -> None:
+    async with _client(app) as admin:
+        first = await _key(admin, "first", (None, ["CREATE_QUEUE"]))
+        second = await _key(admin, "second", (None, ["CREATE_QUEUE"]))
+        grant = {"principal": "reader", "queue": "PRIVATE$/Shared", "rights": ["PEEK_MESSAGE"]}
+        assert (await admin.post("/api/grants", json=grant)).status_code == 200
+        pattern = {"principal": "reader", "queue": "private$/shar*", "rights": ["GET_PROPERTIES"]}
+        assert (await admin.post("/api/grants", json=pattern)).status_code == 200
+    async with _client(app, "10.1.2.3", _bearer(first["key"])) as client:
+        assert (await client.post("/api/queues", json={"path": "private$/shared"})).status_code == 201
+        assert (await client.delete("/api/queues/private$/shared")).status_code == 200
+    async with _client(app, "10.1.2.3", _bearer(second["key"])) as client:
+        assert (await client.post("/api/queues", json={"path": "private$/shared"})).status_code == 201
+    async with _client(app, "10.1.2.3", _bearer(first["key"])) as client:
+        assert (
+            await client.post("/api/queues/private$/shared/messages", json={"body": "x"})
+        ).status_code == 403
+    async with _client(app) as admin:
+        left = {(grant["principal"], grant["queue"]) for grant in (await admin.get("/api/grants")).json()}
+    assert ("reader", "PRIVATE$/Shared") not in left  # the queue's own grants went with it
+    assert ("reader", "private$/shar*") in left  # patterns stay: they name no one queue
+    assert ("second", "private$/shared") in left
