@@ -1,26 +1,13 @@
-"""Credentials become a principal here, at the edge; `Authorization` then applies the rule of
-app/access_rules.py to every request, asking qm (AccessControl) whether the principal may.
-
-API keys read `mgw_<key id>_<secret>`. They come as `Authorization: Bearer <key>` or as HTTP
-Basic with the key as password and its principal or key ID as user (zeep, suds and curl all
-speak Basic). Only scrypt(secret, salt) is stored; a key verified once is remembered by a
-SHA-256 of the whole key for `auth_cache_ttl_s`, so later requests cost a hash and a dict
-look-up, and a key revoked in another process stops working within that time.
-"""
+"""Credentials become a principal here, at the edge (API keys: app/keys.py); `Authorization`
+then applies the rule of app/access_rules.py to every request, asking qm (AccessControl)
+whether the principal may. Also: the anonymous callers (the loopback administrator, the SRMP
+sender), the start-up refusal on a network address, and the audit entries."""
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import binascii
 import functools
-import hashlib
-import hmac
 import ipaddress
 import logging
-import secrets
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from http import HTTPStatus
@@ -31,9 +18,10 @@ from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.access_rules import RULES, Locate, Rule
-from app.errors import PROBLEM_JSON, problem
+from app.errors import problem
+from app.keys import REALM, KeyVerifier, Unauthenticated
 from app.settings import Settings
-from qm.access import ANONYMOUS, ANONYMOUS_SRMP, AccessControl, AccessRepository, ApiKeyRecord, AuditEntry
+from qm.access import ANONYMOUS, ANONYMOUS_SRMP, AccessControl, AuditEntry
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
 from qm.paths import QueuePath, parse_queue_path
@@ -49,13 +37,9 @@ from qm.rights import (
 
 log = logging.getLogger(__name__)
 
-KEY_PREFIX = "mgw"
-SCRYPT_N, SCRYPT_R, SCRYPT_P, HASH_BYTES = 2**14, 8, 1, 32
-"""scrypt's cost: about 40 ms and 16 MB per verification, once per key per process and TTL."""
 CALLER = "msmq.caller"
 """Scope key: the Caller of this request."""
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-REALM = 'Basic realm="msmq-gateway", charset="UTF-8"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,128 +50,6 @@ class Caller:
     """Proved by a key (not anonymous)."""
     everything: bool = False
     """The anonymous administrator (MSMQGW_ANONYMOUS_ADMIN): every right, no grant read."""
-
-
-def new_key() -> tuple[str, str, str]:
-    """(the key as shown once, its ID, its secret)."""
-    key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
-    return f"{KEY_PREFIX}_{key_id}_{secret}", key_id, secret
-
-
-def split_key(text: str) -> tuple[str, str] | None:
-    prefix, _, rest = text.partition("_")
-    key_id, _, secret = rest.partition("_")
-    if prefix != KEY_PREFIX or len(key_id) != 16 or not secret or len(text) > 200:
-        return None
-    return key_id, secret
-
-
-def hash_secret(secret: str, salt: bytes) -> bytes:
-    return hashlib.scrypt(
-        secret.encode(), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=HASH_BYTES, maxmem=64 << 20
-    )
-
-
-def key_record(principal: str, description: str, now: Any) -> tuple[str, ApiKeyRecord]:
-    """A new key for `principal`: the text to show once, and what is stored."""
-    text, key_id, secret = new_key()
-    salt = secrets.token_bytes(16)
-    return text, ApiKeyRecord(key_id, principal, salt, hash_secret(secret, salt), description, now)
-
-
-class KeyVerifier:
-    """Key text -> principal, remembered for a TTL once verified."""
-
-    def __init__(
-        self, store: AccessRepository, ttl_s: float, monotonic: Callable[[], float] = time.monotonic
-    ) -> None:
-        self._store = store
-        self._ttl_s = ttl_s
-        self._monotonic = monotonic
-        self._verified: dict[str, tuple[float, bytes, str]] = {}
-        self._headers: dict[bytes, tuple[float, str, str]] = {}
-        """Authorization header -> (until, key ID, principal), for headers that proved a key."""
-        self._verifying: dict[tuple[str, bytes], asyncio.Future[str | None]] = {}
-        """Verifications under way: the requests that arrive meanwhile with the same key wait
-        for that one (64 clients starting at once would otherwise hash 64 times)."""
-        # scrypt is slow on purpose: one at a time, off the event loop, so that a flood of
-        # wrong keys costs one core's worth of hashing and never stalls the other requests.
-        self._hashing = asyncio.Semaphore(1)
-
-    async def principal_for(self, header: bytes) -> str | None:
-        """The principal an Authorization header proves. A header seen with a key verified
-        within the TTL is looked up as it came: no decoding, parsing or hashing (its dict key's
-        hash is SipHash with a per-process secret, so a look-up tells nothing of other keys)."""
-        remembered = self._headers.get(header)
-        if remembered is not None and remembered[0] > self._monotonic():
-            return remembered[2]
-        key, user = credentials(header)
-        principal = await self.principal_of(key, user)
-        parts = split_key(key)
-        if principal is None or parts is None or parts[0] not in self._verified:
-            return principal
-        if len(self._headers) >= 4096:  # bounded, like everything a client chooses
-            self._headers.clear()
-        self._headers[header] = (self._verified[parts[0]][0], parts[0], principal)
-        return principal
-
-    async def principal_of(self, key: str, user: str | None = None) -> str | None:
-        parts = split_key(key)
-        if parts is None:
-            return None
-        key_id, secret = parts
-        digest = hashlib.sha256(key.encode()).digest()
-        remembered = self._verified.get(key_id)
-        if remembered is not None and remembered[0] > self._monotonic():
-            principal = remembered[2] if hmac.compare_digest(remembered[1], digest) else None
-        else:
-            principal = await self._verify_once(key_id, secret, digest)
-        if principal is None or user not in (None, "", principal, key_id):
-            return None
-        return principal
-
-    async def _verify_once(self, key_id: str, secret: str, digest: bytes) -> str | None:
-        pending = self._verifying.get((key_id, digest))
-        if pending is not None:
-            try:
-                return await asyncio.shield(pending)
-            except asyncio.CancelledError:
-                if not pending.cancelled():  # this request was cancelled, not the verification
-                    raise
-                return await self._verify(key_id, secret, digest)
-        if len(self._verifying) >= 1024:  # a flood of distinct keys: no sharing, still bounded work
-            return await self._verify(key_id, secret, digest)
-        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        self._verifying[(key_id, digest)] = future
-        try:
-            principal = await self._verify(key_id, secret, digest)
-        except BaseException:
-            future.cancel()  # those waiting verify for themselves
-            raise
-        else:
-            future.set_result(principal)
-        finally:
-            del self._verifying[(key_id, digest)]
-        return principal
-
-    async def _verify(self, key_id: str, secret: str, digest: bytes) -> str | None:
-        record = await self._store.find_key(key_id)
-        if record is None or record.revoked_at is not None:
-            return None
-        async with self._hashing:
-            computed = await asyncio.to_thread(hash_secret, secret, record.salt)
-        if not hmac.compare_digest(computed, record.hash):
-            return None
-        if len(self._verified) >= 4096:  # keys in use are few; bounded all the same
-            self._verified.clear()
-        self._verified[key_id] = (self._monotonic() + self._ttl_s, digest, record.principal)
-        return record.principal
-
-    def forget(self, key_id: str) -> None:
-        """After a revocation in this process: refused from the next request on."""
-        self._verified.pop(key_id, None)
-        for header in [header for header, (_, owner, _) in self._headers.items() if owner == key_id]:
-            del self._headers[header]
 
 
 @dataclass(frozen=True)
@@ -235,36 +97,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class Unauthenticated(Exception):
-    """Credentials were sent and are not valid: 401, whatever the operation."""
-
-
 def _authorization(headers: list[tuple[bytes, bytes]]) -> bytes | None:
     for name, value in headers:
         if name == b"authorization":
             return value
     return None
-
-
-def credentials(header: bytes) -> tuple[str, str | None]:
-    """(key, Basic user name or None) from an Authorization header's value."""
-    scheme, _, token = header.decode("latin-1").strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() == "bearer" and token:
-        return token, None
-    if scheme.lower() == "basic" and token:
-        return _basic(token)
-    raise Unauthenticated("use Authorization: Bearer <key>, or Basic with the key as password")
-
-
-def _basic(token: str) -> tuple[str, str]:
-    try:
-        user, colon, password = base64.b64decode(token, validate=True).decode().partition(":")
-    except (binascii.Error, UnicodeDecodeError):
-        raise Unauthenticated("the Basic credentials are not base64 of user:password") from None
-    if not colon:
-        raise Unauthenticated("the Basic credentials are not base64 of user:password")
-    return password, user
 
 
 async def caller_of(scope: Scope, security: Security) -> Caller:
@@ -503,92 +340,3 @@ async def prune_audit_pass(access: AccessControl, settings: Settings) -> None:
     pruned = await access.store.prune_audit(cutoff)
     if pruned:
         log.info("pruned %d audit entries older than %g days", pruned, settings.audit_retention_days)
-
-
-def problem_body(code: MqErrorCode, detail: str, status: HTTPStatus) -> dict[str, Any]:
-    return {
-        "type": f"urn:msmq-gateway:error:{code.name}",
-        "title": code.name,
-        "status": int(status),
-        "detail": detail,
-        "mq_error": code.name,
-        "mq_error_code": code.hex,
-    }
-
-
-SECURITY_SCHEMES = {
-    "apiKey": {
-        "type": "http",
-        "scheme": "bearer",
-        "description": "An API key (`msmq-gateway keys create`, POST /api/keys): "
-        "`Authorization: Bearer mgw_…`",
-    },
-    "basic": {
-        "type": "http",
-        "scheme": "basic",
-        "description": "HTTP Basic: the principal or the key ID as user name, the API key as password",
-    },
-}
-_UNAUTHENTICATED = {
-    "description": "Credentials were sent and are not valid (unknown, revoked, or another principal's key)",
-    "headers": {"WWW-Authenticate": {"description": REALM, "schema": {"type": "string"}}},
-    "content": {
-        PROBLEM_JSON: {
-            "schema": {"$ref": "#/components/schemas/Problem"},
-            "example": problem_body(
-                MqErrorCode.MQ_ERROR_ACCESS_DENIED,
-                "the key is not valid (unknown, revoked, or not this principal's)",
-                HTTPStatus.UNAUTHORIZED,
-            ),
-        }
-    },
-}
-
-
-def declare_access(document: dict[str, Any]) -> None:
-    """Every guarded operation of the OpenAPI document: how to authenticate, the right it needs
-    (`x-msmq-right`), and its 401 and 403 answers."""
-    document.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
-    for path, item in document["paths"].items():
-        for method, operation in item.items():
-            rule = RULES.get((method.upper(), _route_path(path)))
-            if rule is None or rule.locate is Locate.PUBLIC:
-                continue
-            operation["security"] = [{"apiKey": []}, {"basic": []}, {}]
-            operation["x-msmq-right"] = _right_text(rule, operation)
-            responses = operation.setdefault("responses", {})
-            responses["401"] = _UNAUTHENTICATED
-            _add_denied(responses, operation["x-msmq-right"])
-
-
-def _route_path(document_path: str) -> str:
-    return document_path.replace("/api/queues/{path}", "/api/queues/{path:path}")
-
-
-def _right_text(rule: Rule, operation: dict[str, Any]) -> str:
-    if rule.right is None:
-        return "one per SOAP operation (docs/security.md)"
-    scope = "the queue manager" if isinstance(rule.right, QueueManagerRight) else "the queue"
-    return f"{rule.right.name} on {scope}"
-
-
-def _add_denied(responses: dict[str, Any], right: str) -> None:
-    example = problem_body(
-        MqErrorCode.MQ_ERROR_ACCESS_DENIED, f"'orders-app' lacks {right}", HTTPStatus.FORBIDDEN
-    )
-    denied = responses.setdefault(
-        "403",
-        {
-            "description": "MQ_ERROR_ACCESS_DENIED",
-            "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}, "examples": {}}},
-        },
-    )
-    media = denied.setdefault("content", {}).setdefault(PROBLEM_JSON, {})
-    if "example" in media:
-        media["examples"] = {"other": {"summary": "refused", "value": media.pop("example")}}
-    media.setdefault("examples", {})["MQ_ERROR_ACCESS_DENIED (rights)"] = {
-        "summary": "the caller's principal lacks the right",
-        "value": example,
-    }
-    if "MQ_ERROR_ACCESS_DENIED" not in denied.get("description", ""):
-        denied["description"] = denied.get("description", "") + " or MQ_ERROR_ACCESS_DENIED"

@@ -10,7 +10,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from app.auth import key_record
+from app.keys import key_record
 from app.settings import Settings
 from qm.access import AccessControl, AuditEntry, check_principal_name
 from qm.clock import SystemClock

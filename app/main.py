@@ -15,9 +15,10 @@ from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
 from app import errors, openapi
-from app.auth import Authorization, KeyVerifier, Security, check_exposure, prune_audit_pass
+from app.auth import Authorization, Security, check_exposure, prune_audit_pass
 from app.gateway import Gateway
 from app.housekeeping import background_tasks, supervise, supervise_on_demand
+from app.keys import KeyVerifier
 from app.outbound.client import SrmpClient
 from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender

@@ -20,8 +20,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 from starlette.routing import BaseRoute
 
+from app.access_openapi import declare_access
 from app.answers import INVALID_PARAMETER, answers
-from app.auth import declare_access
 from app.errors import PROBLEM_JSON
 from app.gateway import LOOKUP_ID_PATTERN
 from app.schemas import MessageBatch, MessageIn

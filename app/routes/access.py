@@ -10,7 +10,8 @@ from fastapi import APIRouter, Path, Query, Request, status
 from pydantic import BaseModel, Field
 
 from app import answers as a
-from app.auth import key_record, security_of
+from app.auth import security_of
+from app.keys import key_record
 from qm.access import AUDIT_PAGE_MAX, ApiKeyRecord, AuditEntry, Principal, check_principal_name
 from qm.errors import MqError, MqErrorCode
 from qm.rights import Grant, parse_rights, rights_names

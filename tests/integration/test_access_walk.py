@@ -14,8 +14,8 @@ import pytest
 from fastapi import FastAPI
 from lxml import etree
 
+from app.access_openapi import _route_path
 from app.access_rules import RULES, SOAP_RULES, Locate
-from app.auth import _route_path
 from qm.rights import QueueManagerRight, QueueRight
 from soap.namespaces import SOAP_ENV
 from soap.service import TARGET_NAMESPACE, wsdl_document
@@ -62,12 +62,13 @@ class Walk:
         self.keys: dict[str, str] = {}
 
     async def key_for(self, name: str, grants: list[tuple[str | None, list[str]]]) -> dict[str, str]:
+        # Every time: deleting the walk queue (an operation walked) deletes the grants on it.
+        for queue, rights in grants:
+            granted = await self.client.post(
+                "/api/grants", json={"principal": name, "queue": queue, "rights": rights}
+            )
+            assert granted.status_code == 200, granted.text
         if name not in self.keys:
-            for queue, rights in grants:
-                granted = await self.client.post(
-                    "/api/grants", json={"principal": name, "queue": queue, "rights": rights}
-                )
-                assert granted.status_code == 200, granted.text
             created = await self.client.post("/api/keys", json={"principal": name})
             assert created.status_code == 201, created.text
             self.keys[name] = created.json()["key"]

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app import auth
+from app import auth, keys
 from app.main import create_app
 from app.settings import Settings
 from qm.clock import SettableClock
@@ -127,13 +127,13 @@ async def test_a_verified_key_is_not_hashed_again(app: FastAPI, monkeypatch: pyt
     async with _client(app) as admin:
         key = await _key(admin, "ops", (None, ["GET_PROPERTIES"]))
     hashed: list[bytes] = []
-    original = auth.hash_secret
+    original = keys.hash_secret
 
     def counting(secret: str, salt: bytes) -> bytes:
         hashed.append(salt)
         return original(secret, salt)
 
-    monkeypatch.setattr(auth, "hash_secret", counting)
+    monkeypatch.setattr(keys, "hash_secret", counting)
     async with _client(app, headers=_bearer(key["key"])) as client:
         for _ in range(5):
             assert (await client.get("/api/queue-manager")).status_code == 200
@@ -280,13 +280,13 @@ async def test_requests_arriving_together_with_a_new_key_hash_it_once(
     async with _client(app) as admin:
         key = await _key(admin, "ops", (None, ["GET_PROPERTIES"]))
     hashed: list[bytes] = []
-    original = auth.hash_secret
+    original = keys.hash_secret
 
     def counting(secret: str, salt: bytes) -> bytes:
         hashed.append(salt)
         return original(secret, salt)
 
-    monkeypatch.setattr(auth, "hash_secret", counting)
+    monkeypatch.setattr(keys, "hash_secret", counting)
     async with _client(app, headers=_bearer(key["key"])) as client:
         answers = await asyncio.gather(*(client.get("/api/queue-manager") for _ in range(16)))
     assert [answer.status_code for answer in answers] == [200] * 16
