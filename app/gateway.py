@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Request
 
+from app.parameters import AbsentIfEmpty
 from app.settings import Settings
 from qm.cursors import CursorService
 from qm.errors import MqError, MqErrorCode
@@ -66,6 +67,7 @@ TimeoutMs = Annotated[
 ]
 TransactionParam = Annotated[
     str | None,
+    AbsentIfEmpty,
     Query(
         description="Transaction ID from POST /api/transactions, or `single` for a one-message transaction"
     ),
@@ -104,16 +106,3 @@ def canonical_queue(gateway: Gateway, path: str) -> str:
     """The queue's name as responses show it; resolved before any work, so that a path that
     cannot be shown never fails a request after a message was taken."""
     return gateway.manager.resolve(path).url_path
-
-
-LOOKUP_ID_PATTERN = "^[0-9]{1,20}$"
-"""How the OpenAPI document describes a lookup ID in a URL; `parse_lookup_id` decides."""
-
-
-def parse_lookup_id(text: str) -> int:
-    if not text.isdigit() or int(text) >= 1 << 64:
-        raise MqError(
-            MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
-            f"{text!r} is not a lookup ID (an unsigned 64-bit decimal number)",
-        )
-    return int(text)

@@ -19,6 +19,7 @@ from app.docs import SOAP_FAULT_EXAMPLE, SOAP_REQUEST_BODY, SOAP_RESPONSE_EXAMPL
 from app.errors import HTTP_STATUS, HttpMqError
 from app.gateway import Gateway, GatewayDep, canonical_queue, check_wait
 from app.http import read_capped
+from app.parameters import stored_lookup_id
 from app.routes.messages import _receive_while_connected
 from app.schemas import decoded_fields
 from qm.errors import MqError, MqErrorCode
@@ -151,7 +152,7 @@ async def _message_call(
         case calls.ByLookupId():
             seek = Seek(call.action.value)
             message = await gateway.reader.by_lookup_id(
-                call.queue, seek, call.lookup_id, call.receive, call.transaction
+                call.queue, seek, stored_lookup_id(call.lookup_id), call.receive, call.transaction
             )
     if message is None:
         return {"message": None}
