@@ -92,12 +92,19 @@ DECODE = Depends(_decode_param)
 which `app.http.decode_requested` reads."""
 
 
-def check_wait(gateway: Gateway, timeout_ms: int) -> int:
+REST_WAIT = ("timeout_ms", "wait again after a 204")
+"""How a REST client names the wait, and what it does when one ends without a message."""
+
+
+def check_wait(gateway: Gateway, timeout_ms: int, words: tuple[str, str] = REST_WAIT) -> int:
+    """`timeout_ms`, or MQ_ERROR_INVALID_PARAMETER above MSMQGW_MAX_WAIT_MS, told in the
+    caller's `words` (its name for the wait; what to do after an empty answer)."""
     if timeout_ms > gateway.settings.max_wait_ms:
+        name, again = words
         raise MqError(
             MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
-            f"timeout_ms is {timeout_ms}; one wait lasts at most {gateway.settings.max_wait_ms} ms here "
-            "(MSMQGW_MAX_WAIT_MS): wait again after a 204",
+            f"{name} is {timeout_ms}; one wait lasts at most {gateway.settings.max_wait_ms} ms here "
+            f"(MSMQGW_MAX_WAIT_MS): {again}",
         )
     return timeout_ms
 

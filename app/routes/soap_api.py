@@ -145,10 +145,10 @@ async def _message_call(
                 await gateway.manager.send(call.queue, call.properties, call.transaction), queue
             )
         case calls.Receive():
-            wait = check_wait(gateway, call.timeout_ms)
+            wait = check_wait(gateway, call.timeout_ms, SOAP_WAIT)
             message = await _receive_while_connected(request, gateway, call.queue, wait, call.transaction)
         case calls.Peek():
-            message = await gateway.reader.peek(call.queue, check_wait(gateway, call.timeout_ms))
+            message = await gateway.reader.peek(call.queue, check_wait(gateway, call.timeout_ms, SOAP_WAIT))
         case calls.ByLookupId():
             seek = Seek(call.action.value)
             message = await gateway.reader.by_lookup_id(
@@ -157,6 +157,10 @@ async def _message_call(
     if message is None:
         return {"message": None}
     return {"message": message_values(message, queue, decoded_fields(message) if call.decode else None)}
+
+
+SOAP_WAIT = ("<timeout>", "call again after an answer without a <message>")
+"""The wait in the SOAP API's words (REST's are `timeout_ms` and a 204)."""
 
 
 def _check_body_size(call: calls.Send, max_body_bytes: int) -> None:
