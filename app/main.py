@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
-from app import errors, openapi
+from app import errors, openapi, parameters
 from app.gateway import Gateway
 from app.housekeeping import background_tasks, supervise_on_demand
 from app.outbound.client import SrmpClient
@@ -120,6 +120,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     # Inside the SRMP layer (the last added is the outermost): a virtual directory named like
     # the REST prefix keeps taking those requests, as before. Its check costs under a microsecond.
     app.add_middleware(fast_messages.FastMessages, application=app)
+    app.add_middleware(parameters.TextInUrl)  # before the fast layer: no NUL reaches a route
     app.add_middleware(srmp.SrmpRequestTarget, virtual_directory=settings.srmp_virtual_directory)
     openapi.install(app, srmp.SRMP_OPENAPI)
     # Matching walks the routes in order: the busiest (send, receive) first. Lookup before

@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute
 
 from app.answers import INVALID_PARAMETER, answers
 from app.errors import PROBLEM_JSON
-from app.gateway import LOOKUP_ID_PATTERN
+from app.parameters import LOOKUP_ID_PATTERN
 from app.schemas import MessageBatch, MessageIn
 
 PROBLEM_SCHEMA: dict[str, Any] = {

@@ -10,7 +10,6 @@ from fastapi import APIRouter, Query, Request, Response, status
 from app import answers as a
 from app.docs import MESSAGE_EXAMPLE, SENT_EXAMPLE
 from app.gateway import (
-    LOOKUP_ID_PATTERN,
     DecodeParam,
     Gateway,
     GatewayDep,
@@ -19,9 +18,9 @@ from app.gateway import (
     canonical_queue,
     check_wait,
     gateway_of,
-    parse_lookup_id,
 )
 from app.http import json_response, message_from_request, message_response
+from app.parameters import LOOKUP_ID_PATTERN, parse_lookup_id
 from app.schemas import MessageOut, MessagePage, SentOut, message_fields, sent_fields
 from qm.errors import MqError, MqErrorCode
 from qm.model import Message
