@@ -315,3 +315,54 @@ async def test_without_deadletter_the_stream_receipt_settles_and_a_final_receipt
     assert await outgoing_count(app) == 0
     await post_receipt(client, posted, 0xC001)  # unknown original: accepted, nothing happens
     assert await dead_xact(client) == []
+
+
+# -- stream receipts for streams this gateway does not send (reference §4.3, §4.7) -----------
+
+
+async def post_stray_receipt(client: httpx.AsyncClient, stream: StreamId, last_ordinal: int = 2) -> int:
+    """A stream receipt (class ORDER_ACK) for `stream`, addressed as vector 09 is."""
+    now = int(time.time())
+    envelope = SrmpEnvelope(
+        path=Path(action="MSMQ:QM Ordering Ack", to=RECEIPTS_HERE, id=MessageId(REMOTE_QM, 31337)),
+        properties=Properties(SrmpTime.from_epoch(now + HOUR_S), SrmpTime.from_epoch(now)),
+        stream_receipt=StreamReceipt(stream, last_ordinal),
+        msmq=Msmq(
+            message_class=0xFF,
+            priority=0,
+            body_type=0,
+            source_qm_guid=REMOTE_QM,
+            ttrq=SrmpTime.from_epoch(now + HOUR_S),
+        ),
+    )
+    content_type, body = build_request(envelope)
+    response = await client.post(
+        "/msmq/private$/order_queue$", content=body, headers={"Content-Type": content_type}
+    )
+    return response.status_code
+
+
+RECEIPTS_HERE = "http://localhost/msmq/private$/order_queue$"
+
+
+async def stray_receipts(client: httpx.AsyncClient) -> int:
+    counted: int = (await client.get("/api/srmp/statistics")).json()["stray_stream_receipts"]
+    return counted
+
+
+async def test_a_receipt_for_a_stream_not_sent_here_is_answered_200_and_dropped(
+    client: httpx.AsyncClient,
+) -> None:
+    """No `private$/order_queue$` here: a stray or late ORDER_ACK is still 200, creates
+    nothing and is counted."""
+    assert await post_stray_receipt(client, new_stream_id()) == 200
+    assert (await client.get("/api/queues/private$/order_queue$")).status_code == 404
+    assert await stray_receipts(client) == 1
+
+
+async def test_a_stray_receipt_is_dropped_even_where_its_queue_exists(client: httpx.AsyncClient) -> None:
+    await create_queue(client, "private$/order_queue$")
+    assert await post_stray_receipt(client, new_stream_id()) == 200
+    listed = (await client.get("/api/queues/private$/order_queue$/messages")).json()["messages"]
+    assert listed == []
+    assert await stray_receipts(client) == 1
