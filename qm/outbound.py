@@ -91,9 +91,14 @@ class OutgoingStreamPosition:
     """The ordinal before this one when messages between were dropped at the source (a gap)."""
 
 
-def new_stream_id(guid: uuid.UUID, now: datetime) -> str:
-    """`uid:<QM guid>\\<(seconds << 32) | 1>`: a new stream, as Windows numbers them (§5.8)."""
-    return f"uid:{guid}\\{(int(now.timestamp()) << 32) | 1}"
+def new_stream_id(now: datetime) -> str:
+    """`uid:<random GUID>\\<(seconds << 32) | 1>`: a new stream in the form of §5.8.
+
+    Windows writes its queue-manager GUID where this writes a fresh random (version 4) one: a
+    stream receipt settles the messages of the stream it names, so the ID is all that proves a
+    receipt comes from the receiver, and the queue-manager GUID is no secret (every message ID
+    we send carries it). Receivers key streams on the whole ID and never resolve the GUID."""
+    return f"uid:{uuid.uuid4()}\\{(int(now.timestamp()) << 32) | 1}"
 
 
 def outbound_target(url: str, rewrites: Mapping[str, str], allowed_hosts: Sequence[str]) -> str | None:

@@ -8,8 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from app.settings import Settings
-from qm.outbound import Verdict, lease_needs_renewal, outbound_target, retry_delay, verdict
+from qm.outbound import Verdict, lease_needs_renewal, new_stream_id, outbound_target, retry_delay, verdict
 from qm.streams import StreamPosition, accepts, receipt_due
+from soap.ids import StreamId
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
@@ -44,6 +45,17 @@ def test_receipt_follows_a_burst_but_never_later_than_ten_seconds() -> None:
     assert receipt_due(None, T0) == T0 + timedelta(milliseconds=500)
     assert receipt_due(T0, T0 + timedelta(seconds=3)) == T0 + timedelta(seconds=3.5)
     assert receipt_due(T0, T0 + timedelta(seconds=9.9)) == T0 + timedelta(seconds=10)
+
+
+def test_outgoing_stream_ids_are_unguessable() -> None:
+    """A stream receipt settles the messages of the stream it names, so its ID is the only
+    credential a receipt carries: 122 random bits, nothing derived from the queue manager's
+    GUID or the clock alone (issue 18 item 7). Still the `uid:<guid>\\<uint64>` form (§5.8)."""
+    ids = {new_stream_id(T0) for _ in range(1000)}
+    assert len(ids) == 1000
+    guids = {StreamId.parse(text).sender_qm for text in ids}
+    assert len(guids) == 1000 and all(guid.version == 4 for guid in guids)
+    assert all(text.startswith("uid:") for text in ids)
 
 
 @pytest.mark.parametrize(
