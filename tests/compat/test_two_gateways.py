@@ -33,11 +33,11 @@ FAST_SENDING = {
 # Both listen on loopback; each knows itself by one name and the other by the other name.
 A_SETTINGS = FAST_SENDING | {
     "MSMQGW_LOCAL_HOST_NAMES": "127.0.0.1",
-    "MSMQGW_SRMP_OUTBOUND_HOSTS": "localhost",
+    "MSMQGW_SRMP_OUTBOUND_HOSTS": "localhost:*",
 }
 B_SETTINGS = FAST_SENDING | {
     "MSMQGW_LOCAL_HOST_NAMES": "localhost",
-    "MSMQGW_SRMP_OUTBOUND_HOSTS": "127.0.0.1",
+    "MSMQGW_SRMP_OUTBOUND_HOSTS": "127.0.0.1:*",
 }
 DEADLETTER = 1
 JOURNAL = 2

@@ -75,10 +75,45 @@ def test_outbound_targets_pass_the_allow_list(url: str, allowed: list[str], targ
     assert outbound_target(url, {}, allowed) == target
 
 
+@pytest.mark.parametrize(
+    ("url", "allowed", "target"),
+    [
+        ("http://winbox:18251/stolen", ["winbox"], None),  # a bare host allows its scheme's default port
+        ("http://winbox:443/msmq/q", ["winbox"], None),
+        ("https://winbox/msmq/q", ["winbox"], "https://winbox/msmq/q"),
+        ("https://winbox:443/msmq/q", ["winbox"], "https://winbox:443/msmq/q"),
+        ("http://winbox:8080/msmq/q", ["winbox:8080"], "http://winbox:8080/msmq/q"),
+        ("http://winbox/msmq/q", ["winbox:8080"], None),
+        ("http://winbox:18251/msmq/q", ["winbox:*"], "http://winbox:18251/msmq/q"),
+        ("https://winbox/msmq/q", ["http://winbox"], None),  # a scheme given is the only one
+        ("http://winbox/msmq/q", ["http://winbox"], "http://winbox/msmq/q"),
+        ("https://winbox:8443/q", ["https://WinBox:8443"], "https://winbox:8443/q"),
+        ("http://[::1]:8080/q", ["[::1]:8080"], "http://[::1]:8080/q"),
+        ("http://[::1]/q", ["::1"], "http://[::1]/q"),
+        ("http://[::1]:8080/q", ["::1"], None),
+        ("http://anything:1/q", ["*"], "http://anything:1/q"),
+    ],
+)
+def test_outbound_allow_list_checks_scheme_host_and_port(
+    url: str, allowed: list[str], target: str | None
+) -> None:
+    assert outbound_target(url, {}, allowed) == target
+
+
+MALFORMED_ENTRIES = ["winbox:abc", "ftp://winbox", "winbox:70000", "http://winbox/path", "[::1"]
+
+
+@pytest.mark.parametrize("entry", MALFORMED_ENTRIES)
+def test_a_malformed_outbound_allow_list_entry_stops_the_start(entry: str) -> None:
+    with pytest.raises(ValidationError):
+        Settings(srmp_outbound_hosts=f"ok.example,{entry}")
+
+
 def test_rewrites_apply_before_the_host_check() -> None:
     rewrites = {"http://winbox/": "http://10.0.0.7:8080/"}
     wanted = "http://10.0.0.7:8080/msmq/private$/order_queue$"
-    assert outbound_target("http://WinBox/msmq/private$/order_queue$", rewrites, ["10.0.0.7"]) == wanted
+    assert outbound_target("http://WinBox/msmq/private$/order_queue$", rewrites, ["10.0.0.7:8080"]) == wanted
+    assert outbound_target("http://WinBox/msmq/private$/order_queue$", rewrites, ["10.0.0.7"]) is None
     assert outbound_target("http://winbox/msmq/q", rewrites, ["winbox"]) is None
 
 
