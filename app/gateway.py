@@ -25,6 +25,8 @@ class SrmpCounters:
     """Answered 200 and dropped: a message ID seen recently, or a stream message out of order."""
     stream_receipts: int = 0
     """Receipts for streams this gateway sends, consumed rather than stored."""
+    stray_stream_receipts: int = 0
+    """Receipts for streams this gateway does not send (stray, late or forged): answered 200, dropped."""
     refused: int = 0
     """Answered 400: the sender gives up."""
     retry_later: int = 0

@@ -7,12 +7,13 @@ import socket
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 from qm.config import DEFAULT_MAX_BODY_BYTES, ManagerConfig, TransactionTtbr
 from qm.model import INFINITE
+from qm.outbound import parse_allow_list
 from qm.triggers.actions import AllowList
 from qm.triggers.model import TriggerConfig
 from soap.times import LayoutMismatch, TimerMapping
@@ -65,8 +66,9 @@ class Settings(BaseSettings):
     srmp_virtual_directory: str = Field("msmq", description="First path segment of SRMP URLs")
     srmp_outbound_hosts: str = Field(
         "",
-        description="Comma-separated hosts the gateway may POST receipts and acknowledgments to "
-        "(sender-supplied URLs: an allow-list against SSRF); `*` allows any host",
+        description="Comma-separated destinations the gateway may POST to as an SRMP sender "
+        "(sender-supplied URLs: an allow-list against SSRF): `host` (its scheme's default port), "
+        "`host:port`, `host:*`, optionally `http://` or `https://` first; `*` allows anything",
     )
     srmp_outbound_rewrites: dict[str, str] = Field(
         default_factory=dict,
@@ -164,6 +166,12 @@ class Settings(BaseSettings):
                 "lease covering it can run out"
             )
         return self
+
+    @field_validator("srmp_outbound_hosts")
+    @classmethod
+    def _outbound_hosts_parse(cls, value: str) -> str:
+        parse_allow_list(value.split(","))  # a malformed entry stops the start (ValueError)
+        return value
 
     def display_database_url(self) -> str:
         """The database URL with any password masked, for logs and messages."""

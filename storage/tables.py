@@ -128,11 +128,13 @@ transactions = sa.Table(
 received_message_ids = sa.Table(
     "received_message_ids",
     metadata,
-    sa.Column("message_id", sa.String(100), primary_key=True),
+    sa.Column("message_id", sa.String(200), primary_key=True),
     sa.Column("received_at", sa.BigInteger, nullable=False),
     sa.Index("ix_received_message_ids_received_at", "received_at"),
 )
-"""Message IDs of SRMP messages stored recently, for duplicate elimination (reference §1.7)."""
+"""SRMP messages stored recently, for duplicate elimination (reference §1.7). `message_id` holds
+the duplicate key qm.rules.duplicate_key makes of source queue manager, destination queue and
+message ID (migration 0009; before it, the message ID alone)."""
 
 cursors = sa.Table(
     "cursors",

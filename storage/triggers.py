@@ -239,6 +239,7 @@ def _rule_values(rule: Rule, now: datetime) -> dict[str, Any]:
         "headers": [list(header) for header in action.headers],
         "body_template": action.body_template,
         "command": list(action.command),
+        "substitute_arguments": list(action.substitute_arguments),
     }
     return {
         "id": rule.id,
@@ -262,6 +263,8 @@ def _rule_from_row(row: Row) -> Rule:
         headers=tuple((name, value) for name, value in document["headers"]),
         body_template=document["body_template"],
         command=tuple(document["command"]),
+        # Rules stored before the opt-in existed substitute nothing (the safe reading).
+        substitute_arguments=tuple(document.get("substitute_arguments", ())),
     )
     return Rule(row["id"], row["name"], row["description"], conditions, action)
 

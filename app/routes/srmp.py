@@ -38,7 +38,7 @@ from soap.urls import parse_http_url, queue_path_of
 from storage.errors import DATABASE_ERRORS, is_unavailable
 
 router = APIRouter(tags=["srmp"])
-Outcome = Literal["stored", "duplicates", "stream_receipts"]
+Outcome = Literal["stored", "duplicates", "stream_receipts", "stray_stream_receipts"]
 log = logging.getLogger(__name__)
 
 _RETRY_LATER = {QuotaExceeded: HTTPStatus.SERVICE_UNAVAILABLE}
@@ -153,8 +153,8 @@ async def _read_envelope(scope: Scope, receive: Receive) -> SrmpEnvelope:
 
 async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> Outcome:
     """Store the message; the outcome names the counter it adds to."""
-    if envelope.stream_receipt is not None and await _our_stream_receipt(envelope, gateway):
-        return "stream_receipts"
+    if envelope.stream_receipt is not None:
+        return "stream_receipts" if await _our_stream_receipt(envelope, gateway) else "stray_stream_receipts"
     settings = gateway.settings
     queue = _local_queue(envelope, gateway)
     timers = envelope_timers(
@@ -185,9 +185,11 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> Outcome:
 
 
 async def _our_stream_receipt(envelope: SrmpEnvelope, gateway: GatewayDep) -> bool:
-    """A receipt for a stream this gateway sends (reference §4.7) settles its outgoing messages
-    and is not stored; a receipt for any other stream is stored like any message. With a
-    `<commitmentReceipt>` it is a final receipt (§4.4) as well, settled after the stream part."""
+    """A receipt for a stream this gateway sends (reference §4.7) settles its outgoing messages;
+    with a `<commitmentReceipt>` it is a final receipt (§4.4) as well, settled after the stream
+    part. False for any other stream: a stray or late receipt (another gateway's, a stream
+    already gone, a guess) settles nothing and is dropped, answered 200 like a hit so that a
+    prober learns nothing, and is never stored (no queue of ours is its destination)."""
     receipt = envelope.stream_receipt
     assert receipt is not None
     settled = await gateway.manager.outgoing_stream_acknowledged(receipt.stream_id.text, receipt.last_ordinal)
