@@ -21,6 +21,7 @@ from app.outbound.client import SrmpClient
 from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
 from app.routes import (
+    administration,
     cursors,
     docs_ui,
     fast_messages,
@@ -127,6 +128,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     # Routes on `/api/queues/{path}` itself match anything, so they come last.
     for router in (
         messages.send_router,
+        administration.router,
         lookup.router,
         messages.router,
         messages.locks_router,

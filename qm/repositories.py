@@ -19,8 +19,10 @@ from qm.store import (
     Claim,
     CursorRecord,
     EnqueueResult,
+    Moved,
     PositionState,
     ReleaseReport,
+    Reshape,
     Selector,
     TransactionRecord,
 )
@@ -114,6 +116,20 @@ class MessageRepository(Protocol):
 
     async def place(self, placements: Sequence[Placement], now: datetime) -> None:
         """Put messages the queue manager produced (dead letters, acknowledgments) in their queues."""
+        ...
+
+    async def move(
+        self, queue_id: int, lookup_ids: Sequence[int], reshape: Reshape, now: datetime
+    ) -> list[Moved]:
+        """Take the chosen available messages (in lookup-ID order) out of the queue and store
+        what `reshape` makes of each, in one transaction, all or none: MQ_ERROR_MESSAGE_NOT_FOUND
+        (missing or expired), MQ_ERROR_MESSAGE_LOCKED_UNDER_TRANSACTION, MQ_ERROR_QUEUE_NOT_FOUND
+        (a target deleted meanwhile), MQ_ERROR_INSUFFICIENT_RESOURCES (a target's quota). Earns
+        nothing: no journal copy, no acknowledgment."""
+        ...
+
+    async def insert_all(self, batch: Sequence[NewMessage]) -> list[Message]:
+        """Store every message or none, the quotas checked on the whole batch."""
         ...
 
 

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.disposal import Placement, Reason
 from qm.model import Message, NewMessage, Queue
-from qm.store import Claim, EnqueueResult, PositionState, Selector
+from qm.store import Claim, EnqueueResult, Moved, PositionState, Reshape, Selector
 from storage import rows, statements
 from storage.consequences import Consequences
 from storage.counters import Counters
@@ -21,6 +21,7 @@ from storage.database import Database
 from storage.group_commit import GroupCommit
 from storage.holds import delete_rows, unlock
 from storage.receiving import Receiver, ReceiveRequest
+from storage.relocation import Relocation
 from storage.sending import EnqueueRequest, Sender
 from storage.tables import LOCKED, TXN_ENQUEUE, messages
 
@@ -33,6 +34,7 @@ class SqlMessages:
         self.sender = sender
         self.receiver = receiver
         self._counters = counters
+        self._relocation = Relocation(db)
 
     @property
     def group_commit(self) -> GroupCommit[EnqueueRequest, list[EnqueueResult]]:
@@ -73,6 +75,14 @@ class SqlMessages:
         values = statements.arrived_after_values(counter) | {"queue": queue_id}
         async with self._db.reading() as connection:
             return frozenset((await connection.execute(_ARRIVED_SINCE, values)).scalars())
+
+    async def move(
+        self, queue_id: int, lookup_ids: Sequence[int], reshape: Reshape, now: datetime
+    ) -> list[Moved]:
+        return await self._relocation.move(queue_id, lookup_ids, reshape, now)
+
+    async def insert_all(self, batch: Sequence[NewMessage]) -> list[Message]:
+        return await self._relocation.insert_all(batch)
 
     async def place(self, placements: Sequence[Placement], now: datetime) -> None:
         async with self._db.transaction() as connection:
