@@ -16,9 +16,11 @@ from qm.model import Message, NewMessage, Queue, QueueChanges, QueueManagerInfo,
 from qm.outbound import OutgoingQueue, OutgoingStreamPosition
 from qm.paths import QueuePath
 from qm.store import (
+    NO_FILTER,
     Claim,
     CursorRecord,
     EnqueueResult,
+    MessageFilter,
     Moved,
     PositionState,
     ReleaseReport,
@@ -85,7 +87,11 @@ class MessageRepository(Protocol):
         """Receive (remove) up to `limit` available messages in queue order, in one statement."""
         ...
 
-    async def browse(self, queue_id: int, after: int, limit: int, now: datetime) -> list[Message]: ...
+    async def browse(
+        self, queue_id: int, after: int, limit: int, now: datetime, where: MessageFilter = NO_FILTER
+    ) -> list[Message]:
+        """Available messages in queue order after a lookup ID, those `where` keeps."""
+        ...
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState: ...
 

@@ -63,6 +63,26 @@ class Selector:
 FIRST = Selector()
 
 
+@dataclass(frozen=True, slots=True)
+class MessageFilter:
+    """What a browse keeps (an operator's list): every condition given must hold."""
+
+    label: str | None = None
+    """Part of the label, any case."""
+    message_class: int | None = None
+    priority: int | None = None
+    arrived_after: datetime | None = None
+    arrived_before: datetime | None = None
+    correlation_id: bytes | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self == NO_FILTER
+
+
+NO_FILTER = MessageFilter()
+
+
 class ClaimKind(enum.Enum):
     RECEIVE = "receive"
     """Remove now (reason AckReceive), journaling if the queue asks for it."""

@@ -322,3 +322,40 @@ async def test_an_import_is_bounded_and_goes_to_writable_queues_only(client: htt
     assert_problem(response, 507, "MQ_ERROR_INSUFFICIENT_RESOURCES")
     assert await totals(client, ORDERS) == (0, 0)
     assert await totals(client, "private$/small") == (0, 0)
+
+
+# -- list filters -----------------------------------------------------------------------
+
+
+async def test_the_message_list_filters_by_label_class_priority_time_and_correlation_id(
+    client: httpx.AsyncClient, clock: SettableClock
+) -> None:
+    await create_queue(client, ORDERS)
+    correlation = base64.b64encode(bytes(range(20))).decode()
+    await send(client, ORDERS, "a", label="Invoice 1", priority=5)
+    clock.advance(60)
+    middle = clock.now().isoformat()
+    await send(client, ORDERS, "b", label="order 2", message_class=1, correlation_id=correlation)
+    clock.advance(60)
+    await send(client, ORDERS, "c", label="invoice_3 100%", priority=5)
+
+    async def listed(**params: Any) -> list[str]:
+        page = json_of(await client.get(messages_url(ORDERS), params=params))
+        return [message["body"] for message in page["messages"]]
+
+    assert await listed(label="INVOICE") == ["a", "c"]
+    assert await listed(label="_3 100%") == ["c"]  # LIKE's wildcards are matched as themselves
+    assert await listed(label="%") == ["c"]
+    assert await listed(message_class=1) == ["b"]
+    assert await listed(priority=5) == ["a", "c"]
+    assert await listed(arrived_after=middle) == ["c", "b"]  # queue order: priority first
+    assert await listed(arrived_before=middle) == ["a"]
+    assert await listed(correlation_id=correlation) == ["b"]
+    assert await listed(priority=5, label="invoice", limit=1) == ["a"]
+    page = json_of(await client.get(messages_url(ORDERS), params={"priority": 5, "limit": 1}))
+    after = page["next_after"]
+    assert await listed(priority=5, after=after) == ["c"]
+    bad = await client.get(messages_url(ORDERS), params={"correlation_id": "abc"})
+    assert_problem(bad, 400, "MQ_ERROR_INVALID_PARAMETER")
+    bad = await client.get(messages_url(ORDERS), params={"arrived_after": "2026-01-01T00:00:00"})
+    assert_problem(bad, 400, "MQ_ERROR_INVALID_PARAMETER")  # a time without its zone is ambiguous
