@@ -22,6 +22,7 @@ from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
 from app.routes import (
     administration,
+    console,
     cursors,
     docs_ui,
     fast_messages,
@@ -142,6 +143,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         srmp.router,
         soap_api.router,
         docs_ui.router,
+        console.router,
     ):
         add_routes(app, router)
     queues.register_item_routes(app.router)
