@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.cli_messages import message_commands
 from app.schemas import MessageIn, MessageOut, QueueCreate, QueueOut
 from app.settings import Settings, load_settings
 from app.trigger_schemas import InvocationOut, RuleOut, TriggerOut
@@ -212,6 +213,7 @@ def _parser() -> argparse.ArgumentParser:
         commands.add_parser("queue", help="manage queues").add_subparsers(required=True, metavar="action")
     )
     _message_commands(commands)
+    message_commands(commands, _on_store)
     _trigger_commands(commands)
     return parser
 

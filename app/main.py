@@ -21,6 +21,8 @@ from app.outbound.client import SrmpClient
 from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
 from app.routes import (
+    administration,
+    console,
     cursors,
     docs_ui,
     fast_messages,
@@ -128,6 +130,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     # Routes on `/api/queues/{path}` itself match anything, so they come last.
     for router in (
         messages.send_router,
+        administration.router,
         lookup.router,
         messages.router,
         messages.locks_router,
@@ -141,6 +144,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         srmp.router,
         soap_api.router,
         docs_ui.router,
+        console.router,
     ):
         add_routes(app, router)
     queues.register_item_routes(app.router)

@@ -52,6 +52,10 @@ TAGS: list[dict[str, str]] = [
     {"name": "queues", "description": "Create, show, change, delete and purge queues"},
     {"name": "messages", "description": "Send, browse, receive and peek (MQSendMessage, MQReceiveMessage)"},
     {"name": "lookup", "description": "Read by lookup ID, message ID or correlation ID (never waits)"},
+    {
+        "name": "administration",
+        "description": "Chosen messages: delete, move, resend dead letters, export, import",
+    },
     {"name": "locks", "description": "End a two-phase read (Dequeue Message End): commit or abort"},
     {"name": "cursors", "description": "Forward-only positions in a queue (MQCreateCursor)"},
     {"name": "transactions", "description": "Internal transactions across queues (MQBeginTransaction)"},

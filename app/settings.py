@@ -156,6 +156,9 @@ class Settings(BaseSettings):
     trigger_lease_s: float = Field(
         15.0, gt=0, description="A trigger held by a process that stopped renewing moves after this"
     )
+    max_import_bytes: int = Field(
+        64 * 1024 * 1024, ge=1, description="Largest message import file (JSON lines) accepted"
+    )
 
     @model_validator(mode="after")
     def _send_fits_in_lease(self) -> Settings:

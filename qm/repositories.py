@@ -16,11 +16,15 @@ from qm.model import Message, NewMessage, Queue, QueueChanges, QueueManagerInfo,
 from qm.outbound import OutgoingQueue, OutgoingStreamPosition
 from qm.paths import QueuePath
 from qm.store import (
+    NO_FILTER,
     Claim,
     CursorRecord,
     EnqueueResult,
+    MessageFilter,
+    Moved,
     PositionState,
     ReleaseReport,
+    Reshape,
     Selector,
     TransactionRecord,
 )
@@ -83,7 +87,11 @@ class MessageRepository(Protocol):
         """Receive (remove) up to `limit` available messages in queue order, in one statement."""
         ...
 
-    async def browse(self, queue_id: int, after: int, limit: int, now: datetime) -> list[Message]: ...
+    async def browse(
+        self, queue_id: int, after: int, limit: int, now: datetime, where: MessageFilter = NO_FILTER
+    ) -> list[Message]:
+        """Available messages in queue order after a lookup ID, those `where` keeps."""
+        ...
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState: ...
 
@@ -114,6 +122,20 @@ class MessageRepository(Protocol):
 
     async def place(self, placements: Sequence[Placement], now: datetime) -> None:
         """Put messages the queue manager produced (dead letters, acknowledgments) in their queues."""
+        ...
+
+    async def move(
+        self, queue_id: int, lookup_ids: Sequence[int], reshape: Reshape, now: datetime
+    ) -> list[Moved]:
+        """Take the chosen available messages (in lookup-ID order) out of the queue and store
+        what `reshape` makes of each, in one transaction, all or none: MQ_ERROR_MESSAGE_NOT_FOUND
+        (missing or expired), MQ_ERROR_MESSAGE_LOCKED_UNDER_TRANSACTION, MQ_ERROR_QUEUE_NOT_FOUND
+        (a target deleted meanwhile), MQ_ERROR_INSUFFICIENT_RESOURCES (a target's quota). Earns
+        nothing: no journal copy, no acknowledgment."""
+        ...
+
+    async def insert_all(self, batch: Sequence[NewMessage]) -> list[Message]:
+        """Store every message or none, the quotas checked on the whole batch."""
         ...
 
 

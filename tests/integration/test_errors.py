@@ -70,6 +70,23 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
         404,
         "MQ_ERROR_QUEUE_NOT_FOUND",
     ),
+    ("DELETE", "/api/queues/{path}/messages/{lookup_id}"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("POST", "/api/queues/{path}/messages/move"): (
+        {"json": {"lookup_ids": ["1"], "to": "private$/other"}},
+        404,
+        "MQ_ERROR_QUEUE_NOT_FOUND",
+    ),
+    ("POST", "/api/queues/{path}/messages/resend"): (
+        {"json": {"all": True}},
+        404,
+        "MQ_ERROR_QUEUE_NOT_FOUND",
+    ),
+    ("GET", "/api/queues/{path}/messages/export"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("POST", "/api/queues/{path}/messages/import"): (
+        {"content": b'{"body_base64": ""}\n'},
+        404,
+        "MQ_ERROR_QUEUE_NOT_FOUND",
+    ),
     ("POST", "/api/locks/{tag}/commit"): ({}, 410, "MQ_ERROR_MESSAGE_ALREADY_RECEIVED"),
     ("POST", "/api/locks/{tag}/abort"): ({}, 410, "MQ_ERROR_MESSAGE_ALREADY_RECEIVED"),
     ("POST", "/api/transactions"): ({}, 0, ""),  # no error path: beginning always works
