@@ -154,6 +154,9 @@ class Settings(BaseSettings):
     trigger_lease_s: float = Field(
         15.0, gt=0, description="A trigger held by a process that stopped renewing moves after this"
     )
+    redrive_interval_s: float = Field(
+        5.0, gt=0, description="How often redrive batches staged by the pipeline are looked for and applied"
+    )
 
     @model_validator(mode="after")
     def _send_fits_in_lease(self) -> Settings:

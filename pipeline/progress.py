@@ -9,8 +9,8 @@ from pipeline.errors import InjectedFailure
 
 ARCHIVE_STEPS = ("claim", "extract", "write", "verify", "stage-ids", "delete")
 """Where `--fail-after` can crash an archive run; `delete` fails inside the delete transaction."""
-REDRIVE_STEPS = ("select", "manifest", "stage", "merge")
-"""`merge` fails inside the first merge transaction, after the new messages were inserted."""
+REDRIVE_STEPS = ("select", "manifest", "stage")
+"""`stage` fails after the first chunk of staging rows, before the batch is marked `staged`."""
 REPORT_STEPS = ("read", "aggregate")
 
 

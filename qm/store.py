@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         MessageRepository,
         OutgoingRepository,
         QueueRepository,
+        RedriveRepository,
         StreamRepository,
         TransactionRepository,
     )
@@ -160,6 +161,9 @@ class Store(Protocol):
 
     @property
     def triggers(self) -> TriggerStore: ...
+
+    @property
+    def redrives(self) -> RedriveRepository: ...
 
     def attach(self, policy: DisposalPolicy, wakeups: WakeUps) -> None:
         """The rules for consequences, and whom to tell after a commit changed a queue."""

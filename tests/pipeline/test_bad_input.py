@@ -16,7 +16,8 @@ UNREACHABLE = "postgresql://postgres@127.0.0.1:1/msmq"
 def _nothing_changed(sql: Sql) -> bool:
     runs = sql.value("SELECT count(*) FROM archive_runs")
     staged = sql.value("SELECT count(*) FROM redrive_staging")
-    return bool(runs == 0 and staged == 0)
+    batches = sql.value("SELECT count(*) FROM redrive_batches")
+    return bool(runs == 0 and staged == 0 and batches == 0)
 
 
 @pytest.mark.parametrize(
@@ -29,6 +30,7 @@ def _nothing_changed(sql: Sql) -> bool:
         ["redrive", "--queue", "private$/nowhere"],
         ["redrive", "--class", "NACK_NONSENSE"],
         ["redrive", "--label", "(unclosed"],
+        ["redrive", "--execute", "--gateway", "file:///etc/passwd"],
     ],
     ids=[
         "future-cutoff",
@@ -38,6 +40,7 @@ def _nothing_changed(sql: Sql) -> bool:
         "unknown-queue",
         "class",
         "label",
+        "gateway-url",
     ],
 )
 def test_bad_arguments_are_refused_before_any_change(
