@@ -193,3 +193,31 @@ async def _let_go(manager: QueueManager) -> None:
     store = manager.store
     assert isinstance(store, SqlStore)
     await store.engine.dispose()
+
+
+@pytest.mark.parametrize("crashed_after", ["write", "verify"])
+async def test_a_crashed_night_is_finished_or_rolled_back_by_the_next(
+    crashed_after: str,
+    manager: QueueManager,
+    clock: SettableClock,
+    database_url: str,
+    sql: Sql,
+    spark: SparkSession,
+    tmp_path: Path,
+) -> None:
+    """Nightly runs are named by their cutoff, so the night after a crash is another run: it
+    must finish (verified) or roll back (only written) the crashed one before its own, and
+    every row ends in the archive exactly once."""
+    history = await seed_history(manager, clock)
+    old_ids = sorted(row[0] for row in sql.rows(OLD_COPIES.replace("count(*)", "lookup_id")))
+    archive = tmp_path / "archive"
+    night = ["archive", "--store", database_url, "--archive", str(archive), "--quiet"]
+    assert main([*night, "--older-than-days", "31", "--fail-after", crashed_after]) == 3
+    assert main([*night, "--older-than-days", "30"]) == 0
+    assert _archived_ids(spark, archive) == old_ids  # each exactly once
+    assert sql.value(OLD_COPIES) == 0
+    assert sql.totals_agree()
+    runs = dict(sql.rows("SELECT status, count(*) FROM archive_runs GROUP BY status"))
+    assert runs == ({"deleted": 2} if crashed_after == "verify" else {"abandoned": 1, "deleted": 1})
+    archived = sql.value("SELECT sum(row_count) FROM archive_runs WHERE status = 'deleted'")
+    assert archived == history.archivable
