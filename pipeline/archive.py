@@ -168,13 +168,13 @@ def _write_and_verify(
 ) -> Verification:
     _remove_stale_spark_staging(options.archive)
     where = f"location IN {_sql_list(ARCHIVED_LOCATIONS)} AND stored_time < {run.cutoff_us:d}"
-    selected, extracted = _extract(store, spark, where, staging / "export.parquet", options)
+    selected, extracted = _extract(store, spark, where, staging / "export.parquet", options, progress)
     progress.stage("extract", f"{extracted} rows ({options.extract})")
     rows = archive_rows(selected, run.run_id, run.body_mode)
     rows.repartition("queue", "dt").write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(
         str(options.archive)
     )
-    progress.stage("write", f"to {options.archive}")
+    progress.stage("write", f"{extracted} rows to {options.archive}")
     result = _verify(store, spark, run, where, staging, options)
     progress.stage("verify", _describe(result))
     return result
@@ -227,13 +227,18 @@ def _claim(store: Store, options: ArchiveOptions, run_id: str) -> Run:
 
 
 def _extract(
-    store: Store, spark: SparkSession, where: str, staged: Path, options: ArchiveOptions
+    store: Store,
+    spark: SparkSession,
+    where: str,
+    staged: Path,
+    options: ArchiveOptions,
+    progress: Progress | None = None,
 ) -> tuple[DataFrame, int]:
     """The selected rows of the export view, typed, and how many there are."""
     if options.extract == "jdbc":
         rows = read_view_jdbc(store, spark, where, options.partitions)
         return rows, rows.count()
-    count = store.export_to_parquet(where, [], staged)
+    count = store.export_to_parquet(where, [], staged, progress.ticker("extract") if progress else None)
     return typed(spark.read.schema(export_spark_schema()).parquet(str(staged))), count
 
 

@@ -27,6 +27,10 @@ Handler = Callable[[Store, argparse.Namespace, Progress], str]
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = parser().parse_args(argv)
     progress = Progress(arguments.job, arguments.fail_after, arguments.quiet)
+    if arguments.quiet:
+        from pipeline import session
+
+        session.quiet_jvm = True
     try:
         store = Store(store_url(arguments.store))
     except PipelineError as error:

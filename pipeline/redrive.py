@@ -12,6 +12,7 @@ most once): by its background pass within MSMQGW_REDRIVE_INTERVAL_S, or at once 
 from __future__ import annotations
 
 import json
+import shutil
 import urllib.error
 import urllib.request
 import uuid
@@ -70,6 +71,13 @@ class RedriveOptions:
 
 
 def run_redrive(store: Store, options: RedriveOptions, progress: Progress) -> str:
+    try:
+        return _redrive(store, options, progress)
+    finally:  # the live export holds every dead letter's body: never leave it behind
+        shutil.rmtree(options.manifest / "_staging", ignore_errors=True)
+
+
+def _redrive(store: Store, options: RedriveOptions, progress: Progress) -> str:
     if options.queue:
         require_queue(store, options.queue)
     selection = _selection(options)
@@ -85,6 +93,8 @@ def run_redrive(store: Store, options: RedriveOptions, progress: Progress) -> st
     )
     total = sum(by_class.values())
     progress.stage("select", f"{total} dead letters")
+    if options.execute and fixed_target is None:  # every original queue, before any change
+        resolve_targets(store, [str(row[0]) for row in chosen.select("original_queue").distinct().collect()])
     manifest_path = options.manifest / "manifest"
     chosen.write.mode("overwrite").parquet(str(manifest_path))
     counts = ", ".join(
@@ -248,20 +258,32 @@ def _applied_by(gateway: str, batch: str) -> str:
 
 
 def resolve_targets(store: Store, paths: Sequence[str]) -> dict[str, Target]:
-    """Every target queue must exist and take messages, or nothing is staged at all."""
+    """Every target queue must exist and take messages, or nothing is staged at all; the
+    error names every one that does not (with what to do)."""
     found: dict[str, Target] = {}
-    for path in paths:
+    missing: list[str] = []
+    closed: list[str] = []
+    for path in sorted(paths):
         pathname = path.strip().replace("/", "\\")
-        rows = store.execute(
-            "SELECT id, kind, journal_of FROM queues WHERE path_key = ?", [pathname.casefold()]
-        )
+        query = "SELECT id, kind, journal_of FROM queues WHERE path_key = ?"
+        rows = store.execute(query, [pathname.casefold()])
         if not rows:
-            raise PipelineError(f"the redrive target '{pathname}' does not exist")
+            missing.append(f"'{pathname}'")
+            continue
         queue_id, kind, journal_of = rows[0]
         if kind not in WRITABLE_KINDS or journal_of is not None:
-            raise PipelineError(f"the redrive target '{pathname}' does not take messages (a {kind} queue)")
+            closed.append(f"'{pathname}' (a {kind} queue)")
+            continue
         found[path] = Target(pathname, int(queue_id))
     store.commit()
+    problems = []
+    if missing:
+        noun = "target does" if len(missing) == 1 else f"{len(missing)} targets do"
+        problems.append(f"the redrive {noun} not exist: {', '.join(missing)}")
+    if closed:
+        problems.append(f"these do not take messages: {', '.join(closed)}")
+    if problems:
+        raise PipelineError("; ".join(problems) + "; create the queues, or send all to one queue with --to")
     return found
 
 
