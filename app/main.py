@@ -16,7 +16,7 @@ from fastapi.routing import APIRoute
 
 from app import errors, openapi, parameters
 from app.gateway import Gateway
-from app.housekeeping import background_tasks, supervise_on_demand
+from app.housekeeping import background_tasks, supervise, supervise_on_demand
 from app.outbound.client import SrmpClient
 from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
@@ -31,6 +31,7 @@ from app.routes import (
     outgoing,
     queue_manager,
     queues,
+    redrives,
     soap_api,
     srmp,
     transactions,
@@ -94,6 +95,8 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         for name, one_pass in senders:
             supervised = supervise_on_demand(name, one_pass, interval_s, manager.outbound_work)
             tasks.append(asyncio.create_task(supervised))
+        redrive_pass = supervise("redrives", manager.redrives.apply_pending, settings.redrive_interval_s)
+        tasks.append(asyncio.create_task(redrive_pass))
         app.state.triggers = TriggerRuntime(manager, store, settings)
         app.state.trigger_admin = app.state.triggers.admin
         settle_heap()
@@ -141,6 +144,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         triggers.rules_router,
         queues.router,
         outgoing.router,
+        redrives.router,
         srmp.router,
         soap_api.router,
         docs_ui.router,

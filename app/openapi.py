@@ -61,6 +61,7 @@ TAGS: list[dict[str, str]] = [
     {"name": "transactions", "description": "Internal transactions across queues (MQBeginTransaction)"},
     {"name": "queue manager", "description": "Identity, machine quota, throttling, health"},
     {"name": "outgoing queues", "description": "Messages waiting for remote SRMP queues"},
+    {"name": "redrives", "description": "Dead letters staged by the pipeline, re-sent by the gateway"},
     {"name": "triggers", "description": "Message Queuing Triggers: rules and triggers"},
     {"name": "srmp", "description": "MSMQ over HTTP from Windows senders"},
     {"name": "soap", "description": "The SOAP 1.1 API and its WSDL"},

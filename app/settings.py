@@ -159,6 +159,9 @@ class Settings(BaseSettings):
     max_import_bytes: int = Field(
         64 * 1024 * 1024, ge=1, description="Largest message import file (JSON lines) accepted"
     )
+    redrive_interval_s: float = Field(
+        5.0, gt=0, description="How often redrive batches staged by the pipeline are looked for and applied"
+    )
 
     @model_validator(mode="after")
     def _send_fits_in_lease(self) -> Settings:

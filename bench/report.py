@@ -17,6 +17,8 @@ COLUMNS = (
     ("gateway_cpu_s", 8),
     ("gateway_cpu_ms_per_msg", 9),
     ("client_cpu_s", 8),
+    ("seconds", 7),
+    ("ratio", 6),
 )
 HEADINGS = {
     "concurrency": "conc",
@@ -24,6 +26,7 @@ HEADINGS = {
     "gateway_cpu_s": "gw cpu",
     "gateway_cpu_ms_per_msg": "gw ms/msg",
     "client_cpu_s": "cl cpu",
+    "seconds": "s",
 }
 
 
@@ -75,6 +78,10 @@ def targets(rows: list[Row]) -> list[dict[str, Any]]:
         if value is not None:
             found.append({"store": store, "target": target, "value": value, "met": met})
 
+    for row in rows:
+        if row["scenario"].startswith("pipeline archive ") and "ratio" in row:
+            target = f"{row['scenario']} / baseline adbc+pyarrow >= 0.5"
+            add(row["store"], target, row["ratio"], row["ratio"] >= 0.5)
     peer = _find(rows, "rabbitmq", "end to end")
     for store in ("sqlite", "postgresql"):
         for suffix in ("", ", 2 workers"):

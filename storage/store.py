@@ -16,6 +16,7 @@ from storage.messages import SqlMessages
 from storage.outgoing import SqlOutgoing
 from storage.queues import SqlQueues
 from storage.receiving import Receiver
+from storage.redrives import SqlRedrives
 from storage.removal import Removal
 from storage.sending import Sender
 from storage.streams import SqlStreams
@@ -42,6 +43,7 @@ class SqlStore:
         self.housekeeping = Housekeeping(self.db, ends)
         self.outgoing = SqlOutgoing(self.db)
         self.triggers = SqlTriggers(self.db)
+        self.redrives = SqlRedrives(self.db)
 
     @property
     def engine(self) -> AsyncEngine:
