@@ -33,7 +33,7 @@ from prometheus_client import (
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
 from qm.model import MessageClass
-from qm.paths import QueuePath
+from qm.paths import QueueKind, QueuePath
 from storage.observation import Observation, OutgoingTotals, SqlObservation
 
 PREFIX = "msmqgw_"
@@ -192,7 +192,7 @@ def _dead_letters(lines: list[str], observed: Observation) -> None:
 
 
 def _outgoing(lines: list[str], observed: Observation, now_s: float) -> None:
-    rows = [(_label(row.name), row) for row in observed.outgoing]
+    rows = [(_label(QueuePath(QueueKind.OUTGOING, row.name).pathname), row) for row in observed.outgoing]
     _family(lines, PREFIX + "outgoing_messages", "Messages waiting in the outgoing queue")
     lines.extend(f'{PREFIX}outgoing_messages{{name="{name}"}} {row.messages}' for name, row in rows)
     _family(lines, PREFIX + "outgoing_bytes", "Body bytes waiting in the outgoing queue")

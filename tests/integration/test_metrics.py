@@ -3,6 +3,8 @@ is counted by outcome; the text parses as Prometheus reads it. On both stores.""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Iterator
 
@@ -23,7 +25,9 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
     # The SRMP vectors are addressed to gw01.example.net.
-    return settings.model_copy(update={"local_host_names": "localhost,gw01.example.net"})
+    return settings.model_copy(
+        update={"local_host_names": "localhost,gw01.example.net", "srmp_outbound_hosts": "remote.example"}
+    )
 
 
 async def scrape(client: httpx.AsyncClient) -> Samples:
@@ -63,6 +67,9 @@ async def test_queue_and_journal_gauges_agree_with_the_rest_api(client: httpx.As
     # Journals are reported with their queue, never as queues of their own.
     names = {dict(labels)["name"] for metric, labels in samples if metric == "msmqgw_messages_in_queue"}
     assert "private$\\orders;journal" not in names and "system$;journal" in names
+    # Every connection the requests took went back to the pool before the scrape was written.
+    assert value(samples, "msmqgw_db_pool_connections_in_use") == 0
+    assert value(samples, "msmqgw_db_pool_size") == 20
 
 
 async def test_dead_letters_are_counted_by_class(client: httpx.AsyncClient) -> None:
@@ -76,6 +83,33 @@ async def test_dead_letters_are_counted_by_class(client: httpx.AsyncClient) -> N
     assert dead == 1
     assert (
         value(samples, "msmqgw_dead_letters", queue="system$;deadletter", **{"class": "NACK_Q_DELETED"}) == 1
+    )
+
+
+async def test_outgoing_queues_agree_with_the_rest_api(app: FastAPI, client: httpx.AsyncClient) -> None:
+    # No delivery attempt may change the numbers between the two reads: the sender stops first.
+    sender = next(task for task in app.state.operations.tasks if task.get_name() == "outgoing queues")
+    sender.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sender
+    remote = "DIRECT=HTTP://remote.example/msmq/private$/far"
+    for body in ("first", "second"):
+        sent = await client.post(f"/api/queues/{remote}/messages", json={"body": body})
+        assert sent.status_code == 201, sent.text
+    (outgoing,) = json_of(await client.get("/api/outgoing-queues"))
+    paused = json_of(await client.post(f"/api/outgoing-queues/{outgoing['id']}/pause"))
+
+    samples = await scrape(client)
+    name = outgoing["format_name"]
+    assert value(samples, "msmqgw_outgoing_messages", name=name) == outgoing["message_count"] == 2
+    assert value(samples, "msmqgw_outgoing_bytes", name=name) == outgoing["byte_count"] > 0
+    assert value(samples, "msmqgw_outgoing_retries", name=name) == outgoing["attempts"] == 0
+    assert value(samples, "msmqgw_outgoing_oldest_message_age_seconds", name=name) >= 0
+    assert value(samples, "msmqgw_outgoing_state", name=name, state=paused["state"]) == 1
+    assert value(samples, "msmqgw_outgoing_state", name=name, state=outgoing["state"]) == 0
+    # An outgoing queue is not a queue of this computer: it is not among the MSMQ Queue gauges.
+    assert not any(
+        dict(labels).get("name") == name for metric, labels in samples if metric == "msmqgw_messages_in_queue"
     )
 
 

@@ -32,11 +32,12 @@ def test_hostile_names_are_escaped_and_read_back_as_they_are() -> None:
     assert not any(name == "msmqgw_injected" for name, _ in samples)
     assert samples[("msmqgw_messages_in_queue", (("name", "private$\\zürich"),))] == 3
     assert samples[("msmqgw_bytes_in_journal_queue", (("name", "private$\\zürich"),))] == 10
-    assert samples[("msmqgw_outgoing_messages", (("name", HOSTILE_URL),))] == 4
-    assert samples[("msmqgw_outgoing_retries", (("name", HOSTILE_URL),))] == 2
-    assert samples[("msmqgw_outgoing_oldest_message_age_seconds", (("name", HOSTILE_URL),))] == 60.0
-    assert samples[("msmqgw_outgoing_state", (("name", HOSTILE_URL), ("state", "waiting-to-connect")))] == 1
-    assert samples[("msmqgw_outgoing_state", (("name", HOSTILE_URL), ("state", "connected")))] == 0
+    outgoing = "DIRECT=" + HOSTILE_URL
+    assert samples[("msmqgw_outgoing_messages", (("name", outgoing),))] == 4
+    assert samples[("msmqgw_outgoing_retries", (("name", outgoing),))] == 2
+    assert samples[("msmqgw_outgoing_oldest_message_age_seconds", (("name", outgoing),))] == 60.0
+    assert samples[("msmqgw_outgoing_state", (("name", outgoing), ("state", "waiting-to-connect")))] == 1
+    assert samples[("msmqgw_outgoing_state", (("name", outgoing), ("state", "connected")))] == 0
     dead = "msmqgw_dead_letters"
     assert samples[(dead, (("class", "NACK_Q_DELETED"), ("queue", "system$;deadxact")))] == 2
     assert samples[(dead, (("class", "0x8999"), ("queue", "system$;deadletter")))] == 1
