@@ -85,7 +85,9 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         manager = QueueManager(store, wakeups, clock or SystemClock(), settings.manager_config())
         await manager.start()
         client = SrmpClient(settings.srmp_send_timeout_s)
-        receipts = StreamReceiptSender(manager, client, settings.srmp_timer_mapping)
+        receipts = StreamReceiptSender(
+            manager, client, settings.srmp_timer_mapping, app.state.metrics.stream_receipt
+        )
         outgoing_queues = OutgoingQueues(manager, process_name())
         app.state.gateway = Gateway(
             settings,

@@ -79,6 +79,12 @@ class ProcessMetrics:
             "SRMP messages whose timer deadlines had the other layout (MSMQGW_SRMP_TIMER_LAYOUT_MISMATCH)",
             registry=r,
         )
+        self.stream_receipts_sent = Counter(
+            PREFIX + "stream_receipts_sent",
+            "Stream receipts this gateway sent back to the senders of transactional messages, by result",
+            ["result"],
+            registry=r,
+        )
         self.group_commit_batch = Histogram(
             PREFIX + "group_commit_batch_size",
             "Requests written by one group-commit transaction",
@@ -95,6 +101,9 @@ class ProcessMetrics:
             multiprocess_mode="livesum",
             registry=r,
         )
+
+    def stream_receipt(self, result: str) -> None:
+        self.stream_receipts_sent.labels(result).inc()
 
     def srmp(self, status: int, outcome: str) -> None:
         self.srmp_requests.labels(str(status), outcome).inc()

@@ -56,6 +56,7 @@ OUTGOING = (
         outgoing_queues.c.paused,
         outgoing_queues.c.attempts,
         _OLDEST.c.oldest_arrived,
+        outgoing_queues.c.delivered_count,
     )
     .join(outgoing_queues, outgoing_queues.c.queue_id == q.id)
     .outerjoin(_OLDEST, _OLDEST.c.queue_id == q.id)
@@ -93,6 +94,8 @@ class OutgoingTotals:
     """Failed attempts since the last delivery."""
     oldest_arrived_us: int | None
     """Arrival of the oldest message waiting, in microseconds since the epoch."""
+    delivered: int
+    """Messages the destination took since the outgoing queue was created."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,6 +104,7 @@ async def test_outgoing_queues_agree_with_the_rest_api(app: FastAPI, client: htt
     assert value(samples, "msmqgw_outgoing_messages", name=name) == outgoing["message_count"] == 2
     assert value(samples, "msmqgw_outgoing_bytes", name=name) == outgoing["byte_count"] > 0
     assert value(samples, "msmqgw_outgoing_retries", name=name) == outgoing["attempts"] == 0
+    assert value(samples, "msmqgw_outgoing_delivered_total", name=name) == outgoing["delivered_count"] == 0
     assert value(samples, "msmqgw_outgoing_oldest_message_age_seconds", name=name) >= 0
     assert value(samples, "msmqgw_outgoing_state", name=name, state=paused["state"]) == 1
     assert value(samples, "msmqgw_outgoing_state", name=name, state=outgoing["state"]) == 0

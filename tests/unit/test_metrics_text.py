@@ -18,7 +18,7 @@ def test_hostile_names_are_escaped_and_read_back_as_they_are() -> None:
             DeadLetters(SystemQueue.DEADXACT, 0xC000, 2),
             DeadLetters(SystemQueue.DEADLETTER, 0x8999, 1),
         ],
-        outgoing=[OutgoingTotals(HOSTILE_URL, 4, 40, False, 2, 1_000_000)],
+        outgoing=[OutgoingTotals(HOSTILE_URL, 4, 40, False, 2, 1_000_000, 17)],
         receipts_owed=0,
     )
 
@@ -35,6 +35,7 @@ def test_hostile_names_are_escaped_and_read_back_as_they_are() -> None:
     outgoing = "DIRECT=" + HOSTILE_URL
     assert samples[("msmqgw_outgoing_messages", (("name", outgoing),))] == 4
     assert samples[("msmqgw_outgoing_retries", (("name", outgoing),))] == 2
+    assert samples[("msmqgw_outgoing_delivered_total", (("name", outgoing),))] == 17
     assert samples[("msmqgw_outgoing_oldest_message_age_seconds", (("name", outgoing),))] == 60.0
     assert samples[("msmqgw_outgoing_state", (("name", outgoing), ("state", "waiting-to-connect")))] == 1
     assert samples[("msmqgw_outgoing_state", (("name", outgoing), ("state", "connected")))] == 0
