@@ -212,6 +212,10 @@ def _outgoing(lines: list[str], observed: Observation, now_s: float) -> None:
     for name, row in rows:
         age = 0.0 if row.oldest_arrived_us is None else max(0.0, now_s - row.oldest_arrived_us / 1e6)
         lines.append(f'{PREFIX}outgoing_oldest_message_age_seconds{{name="{name}"}} {age:.3f}')
+    delivered = PREFIX + "outgoing_delivered_total"
+    lines.append(f"# HELP {delivered} Messages the destination took since the outgoing queue was created")
+    lines.append(f"# TYPE {delivered} counter")
+    lines.extend(f'{delivered}{{name="{name}"}} {row.delivered}' for name, row in rows)
     _family(
         lines, PREFIX + "outgoing_state", "1 for the outgoing queue's state (as GET /api/outgoing-queues)"
     )
