@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Request
 
+from app.metrics import ProcessMetrics
 from app.parameters import AbsentIfEmpty
 from app.settings import Settings
 from qm.cursors import CursorService
@@ -42,6 +43,7 @@ class Gateway:
     cursors: CursorService
     outgoing: OutgoingQueues
     srmp: SrmpCounters = field(default_factory=SrmpCounters)
+    metrics: ProcessMetrics = field(default_factory=ProcessMetrics)
 
 
 def gateway_of(request: Request) -> Gateway:

@@ -65,6 +65,7 @@ TAGS: list[dict[str, str]] = [
     {"name": "triggers", "description": "Message Queuing Triggers: rules and triggers"},
     {"name": "srmp", "description": "MSMQ over HTTP from Windows senders"},
     {"name": "soap", "description": "The SOAP 1.1 API and its WSDL"},
+    {"name": "operations", "description": "Prometheus metrics and Kubernetes probes (docs/operations.md)"},
 ]
 
 PATH_PARAMETERS: dict[str, dict[str, Any]] = {

@@ -125,6 +125,18 @@ class Settings(BaseSettings):
         "SQLAlchemy release the gateway has not been checked against)",
     )
 
+    request_log: Literal["off", "json"] = Field(
+        "off",
+        description="json: one JSON line per HTTP request on stderr (method, route, status, duration, "
+        "request ID)",
+    )
+    metrics_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="Serve GET /metrics on this port (same host) instead of the API's port",
+    )
+
     def group_commit(self) -> GroupCommitConfig:
         return GroupCommitConfig(
             self.group_commit_max_batch,

@@ -13,6 +13,7 @@ from storage.database import Database
 from storage.group_commit import GroupCommitConfig
 from storage.housekeeping import Housekeeping
 from storage.messages import SqlMessages
+from storage.observation import SqlObservation
 from storage.outgoing import SqlOutgoing
 from storage.queues import SqlQueues
 from storage.receiving import Receiver
@@ -44,6 +45,7 @@ class SqlStore:
         self.outgoing = SqlOutgoing(self.db)
         self.triggers = SqlTriggers(self.db)
         self.redrives = SqlRedrives(self.db)
+        self.observation = SqlObservation(self.db)
 
     @property
     def engine(self) -> AsyncEngine:

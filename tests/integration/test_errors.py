@@ -108,6 +108,9 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("POST", "/api/outgoing-queues/{queue_id}/resume"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("POST", "/api/outgoing-queues/{queue_id}/purge"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("GET", "/api/srmp/statistics"): ({}, 0, ""),  # no error path: counters of this process
+    ("GET", "/metrics"): ({}, 0, ""),  # no error path while the store is up
+    ("GET", "/livez"): ({}, 0, ""),  # never fails while the process answers
+    ("GET", "/readyz"): ({}, 0, ""),  # its 503 is tested in test_probes.py
     ("GET", "/api/rules"): ({}, 0, ""),  # no error path: listing always works
     ("POST", "/api/rules"): (_RULE, 400, "MQ_ERROR_INVALID_PARAMETER"),  # outside the (empty) allow-list
     ("GET", "/api/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
