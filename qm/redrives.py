@@ -125,7 +125,7 @@ class Redrives:
     async def batch(self, batch_id: str) -> RedriveBatch:
         found = await self._qm.store.redrives.get_batch(batch_id)
         if found is None:
-            raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, f"no redrive batch {batch_id!r}")
+            raise MqError(MqErrorCode.MQ_ERROR_INVALID_HANDLE, f"no redrive batch {batch_id!r}")
         return found
 
     async def apply(self, batch_id: str) -> RedriveBatch:

@@ -33,7 +33,7 @@ EXAMPLE = {
     "staged_at": "2026-11-27T13:40:02.125000Z",
     "finished_at": "2026-11-27T13:40:02.431000Z",
 }
-NO_BATCH = a.Problem(a.E.MQ_ERROR_INVALID_PARAMETER, "no redrive batch '7f89db67e06f457396fe75abab5d3971'")
+NO_BATCH = a.Problem(a.E.MQ_ERROR_INVALID_HANDLE, "no redrive batch '7f89db67e06f457396fe75abab5d3971'")
 
 
 class RedriveBatchOut(BaseModel):

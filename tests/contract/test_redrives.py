@@ -153,7 +153,7 @@ async def test_abandoned_staging_is_cleared(manager: QueueManager, clock: Settab
     found = await manager.redrives.batch(batch)
     assert found.status == "failed" and found.error is not None and "run the redrive again" in found.error
     assert await scalar(engine, "SELECT count(*) FROM redrive_staging") == 0
-    with mq_error(MqErrorCode.MQ_ERROR_INVALID_PARAMETER):
+    with mq_error(MqErrorCode.MQ_ERROR_INVALID_HANDLE):
         await manager.redrives.batch("no-such-batch")
 
 
