@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
-from app import errors, openapi
+from app import edge, errors, openapi
 from app.gateway import Gateway
 from app.housekeeping import background_tasks, supervise_on_demand
 from app.outbound.client import SrmpClient
@@ -121,6 +121,9 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     # the REST prefix keeps taking those requests, as before. Its check costs under a microsecond.
     app.add_middleware(fast_messages.FastMessages, application=app)
     app.add_middleware(srmp.SrmpRequestTarget, virtual_directory=settings.srmp_virtual_directory)
+    # Outermost: a request with a foreign Host, from another site's page or with a body type
+    # its endpoint does not read is refused before any other layer sees it.
+    app.add_middleware(edge.Edge, settings=settings)
     openapi.install(app, srmp.SRMP_OPENAPI)
     # Matching walks the routes in order: the busiest (send, receive) first. Lookup before
     # receive and peek: `{path:path}/receive` would also match `.../messages/first/receive`.

@@ -48,7 +48,7 @@ class HangingUpClient:
             "path": self._path,
             "raw_path": self._path.encode(),
             "query_string": self._query,
-            "headers": [(b"host", b"testserver")],
+            "headers": [(b"host", b"localhost")],
             "client": ("127.0.0.1", 50000),
             "server": ("testserver", 80),
         }
