@@ -1,4 +1,5 @@
-"""uvicorn's httptools protocol, with each response's head and body sent in one socket write.
+"""uvicorn's httptools protocol: each response's head and body in one socket write, and a
+hang-up seen behind pipelined requests.
 
 uvicorn writes a response's status line and headers when the app starts the response, and the
 body when the app sends it: two `send` system calls per answer, and on loopback the kernel's
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 JOINED_AT_MOST = 64 * 1024
 """A later write at least this long goes out on its own after the held head (no copy)."""
@@ -88,8 +89,65 @@ class HeldHeadTransport(asyncio.Transport):
         return self._transport.get_protocol()
 
 
+PIPELINED_AT_MOST = 64 * 1024
+PIPELINED_REQUESTS_AT_MOST = 32
+"""Bytes, and parsed requests, a client may send behind a request that waits for an earlier
+one to be answered; more closes the connection (its requests end as if it had hung up)."""
+
+
 class OneWriteHttpToolsProtocol(HttpToolsProtocol):
-    """`serve`'s HTTP protocol (uvicorn's `http=`): httptools, one write per answer."""
+    """`serve`'s HTTP protocol (uvicorn's `http=`): httptools, one write per answer, and a
+    connection that keeps being read while requests wait behind a running one.
+
+    uvicorn parses a pipelined request, queues it and stops reading the socket until the
+    running request is answered; a client that hangs up meanwhile is not noticed, and when it
+    is, only the last request parsed hears of it. A long-polling receive with a request behind
+    it then took a message for a client that was gone. Here bytes that follow a queued request
+    are kept unparsed (up to PIPELINED_AT_MOST) while the socket is still read, so the end of
+    the connection is seen, and every request of the connection hears of it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._running: RequestResponseCycle | None = None
+        self._unparsed = bytearray()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(HeldHeadTransport(transport, self.loop))
+
+    def data_received(self, data: bytes) -> None:
+        if not (self.pipeline or self._unparsed):
+            super().data_received(data)
+            return
+        self._unparsed += data
+        if len(self._unparsed) > PIPELINED_AT_MOST:
+            self.transport.close()
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        if len(self.pipeline) > PIPELINED_REQUESTS_AT_MOST:
+            self.transport.close()
+        elif self.pipeline:  # queued: go on reading, so that a hang-up is seen (data_received)
+            self.flow.resume_reading()
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        self._running = cycle
+        super()._start_asgi_task(cycle, app)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self._unparsed and not self.pipeline and not self.transport.is_closing():
+            self.loop.call_soon(self._parse_held)
+
+    def _parse_held(self) -> None:
+        if self.pipeline or self.parser is None:  # another request queued first, or closed
+            return
+        held, self._unparsed = bytes(self._unparsed), bytearray()
+        self.data_received(held)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        queued = [cycle for cycle, _ in self.pipeline]
+        for cycle in (self._running, *queued):
+            if cycle is not None and not cycle.response_complete:
+                cycle.disconnected = True
+                cycle.message_event.set()
+        super().connection_lost(exc)
