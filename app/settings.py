@@ -37,6 +37,22 @@ class Settings(BaseSettings):
         description="Largest request body of the administrative JSON endpoints (queues, cursors, rules, "
         "triggers, settings); sends, SOAP and SRMP have the message caps",
     )
+    http_max_header_bytes: int = Field(
+        64 * 1024, ge=1024, description="Largest request head (request line and headers) in bytes: 431 above"
+    )
+    http_max_headers: int = Field(
+        100, ge=10, description="Most header fields one request may carry: 431 above"
+    )
+    http_header_timeout_s: float = Field(
+        10.0, gt=0, description="A connection must send a whole request head within this: 408 and closed"
+    )
+    http_body_timeout_s: float = Field(
+        60.0, gt=0, description="A request body must arrive within this of its head (while read): closed"
+    )
+    http_keep_alive_s: int = Field(5, ge=1, description="An idle keep-alive connection is closed after this")
+    max_connections: int = Field(
+        1000, ge=1, description="Connections served at once; more are answered 503 and closed"
+    )
     max_wait_ms: int = Field(60_000, ge=0, description="Longest single receive/peek wait over HTTP")
     transaction_timeout_s: float = Field(60.0, gt=0, description="Idle transactions abort after this")
     cursor_idle_timeout_s: float = Field(300.0, gt=0, description="Idle cursors close after this")
