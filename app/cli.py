@@ -78,7 +78,7 @@ def _pipeline(argv: list[str]) -> int:
 def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.http_protocol import OneWriteHttpToolsProtocol
+    from app.http_protocol import HttpLimits, OneWriteHttpToolsProtocol
     from app.main import create_app
     from app.metrics import worker_metrics
 
@@ -89,6 +89,7 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     host = arguments.host or settings.host
     port = arguments.port or settings.port
     settings = settings.model_copy(update={"host": host, "port": port})  # the receipts URL names the port
+    OneWriteHttpToolsProtocol.limits = HttpLimits.of(settings)  # workers read the environment
     if arguments.workers > 1:
         # Each worker process builds its own app from the same MSMQGW_* environment; they share
         # the database (docs/performance.md: several workers).
@@ -102,6 +103,7 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
                 workers=arguments.workers,
                 log_level=arguments.log_level,
                 http=OneWriteHttpToolsProtocol,
+                timeout_keep_alive=settings.http_keep_alive_s,
             )
         return 0
     uvicorn.run(
@@ -111,6 +113,7 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
         workers=1,
         log_level=arguments.log_level,
         http=OneWriteHttpToolsProtocol,
+        timeout_keep_alive=settings.http_keep_alive_s,
     )
     return 0
 

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
-from app import errors, openapi, parameters
+from app import edge, errors, openapi, parameters
 from app.gateway import Gateway
 from app.housekeeping import background_tasks, supervise, supervise_on_demand
 from app.metrics import ProcessMetrics, exposition, forget_process
@@ -145,7 +145,11 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     app.add_middleware(fast_messages.FastMessages, application=app)
     app.add_middleware(parameters.TextInUrl)  # before the fast layer: no NUL reaches a route
     app.add_middleware(srmp.SrmpRequestTarget, virtual_directory=settings.srmp_virtual_directory)
-    # Outermost: it times and counts every request, the SRMP and fast REST paths included.
+    # A request with a foreign Host, from another site's page or with a body type its endpoint
+    # does not read is refused before the routes see it.
+    app.add_middleware(edge.Edge, settings=settings)
+    # Outermost: it times and counts every request, those the edge refuses and the SRMP and
+    # fast REST paths included.
     app.add_middleware(
         Observed,
         metrics=app.state.metrics,
