@@ -31,6 +31,7 @@ ORDERS = "private$/orders"
 TARGET = "private$/target"
 DEADLETTER = "system$;deadletter"
 MAX_IMPORT_BYTES = 64 * 1024
+NDJSON = {"Content-Type": "application/x-ndjson"}
 
 
 @pytest.fixture
@@ -258,9 +259,7 @@ async def test_export_writes_json_lines_with_base64_bodies_and_import_restores_t
     await create_queue(client, TARGET)
     payload = "".join(json.dumps(line) + "\n" for line in exported).encode()
     answer = json_of(
-        await client.post(
-            messages_url(TARGET, "/import"), content=payload, headers={"Content-Type": "application/x-ndjson"}
-        ),
+        await client.post(messages_url(TARGET, "/import"), content=payload, headers=NDJSON),
         201,
     )
     assert answer == {"queue": TARGET, "imported": 2}
@@ -298,7 +297,9 @@ async def test_an_import_with_one_bad_line_stores_nothing(client: httpx.AsyncCli
         "no lines": ("\n\n", "no message"),
     }
     for name, (payload, where) in cases.items():
-        response = await client.post(messages_url(ORDERS, "/import"), content=payload.encode())
+        response = await client.post(
+            messages_url(ORDERS, "/import"), content=payload.encode(), headers=NDJSON
+        )
         problem = assert_problem(response, 400, problem_code(name))
         assert where in problem["detail"], (name, problem)
     assert await totals(client, ORDERS) == (0, 0)
@@ -313,12 +314,14 @@ async def test_an_import_is_bounded_and_goes_to_writable_queues_only(client: htt
     limit = MAX_IMPORT_BYTES
     line = json.dumps({"body_base64": base64.b64encode(b"z" * (MAX_BODY_BYTES // 2)).decode()}) + "\n"
     payload = (line * (limit // len(line) + 2)).encode()
-    response = await client.post(messages_url(ORDERS, "/import"), content=payload)
+    response = await client.post(messages_url(ORDERS, "/import"), content=payload, headers=NDJSON)
     assert_problem(response, 413, "MQ_ERROR_INSUFFICIENT_RESOURCES")
-    response = await client.post(messages_url(DEADLETTER, "/import"), content=line.encode())
+    response = await client.post(messages_url(DEADLETTER, "/import"), content=line.encode(), headers=NDJSON)
     assert_problem(response, 403, "MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION")
     await create_queue(client, "private$/small", quota_kb=1)
-    response = await client.post(messages_url("private$/small", "/import"), content=(line * 4).encode())
+    response = await client.post(
+        messages_url("private$/small", "/import"), content=(line * 4).encode(), headers=NDJSON
+    )
     assert_problem(response, 507, "MQ_ERROR_INSUFFICIENT_RESOURCES")
     assert await totals(client, ORDERS) == (0, 0)
     assert await totals(client, "private$/small") == (0, 0)
