@@ -76,7 +76,11 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
         404,
         "MQ_ERROR_QUEUE_NOT_FOUND",
     ),
-    ("POST", "/api/queues/{path}/messages/resend"): ({"json": {"all": True}}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("POST", "/api/queues/{path}/messages/resend"): (
+        {"json": {"all": True}},
+        404,
+        "MQ_ERROR_QUEUE_NOT_FOUND",
+    ),
     ("GET", "/api/queues/{path}/messages/export"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("POST", "/api/queues/{path}/messages/import"): (
         {"content": b'{"body_base64": ""}\n'},

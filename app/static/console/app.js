@@ -31,8 +31,25 @@ function treeItem(queue, current) {
   return item;
 }
 
+let shape = "";
+
+// Re-build the tree only when its queues change; else update the counts in place (a link the
+// operator is about to click stays the same element).
 function renderTree() {
   const current = currentQueue();
+  const now = JSON.stringify([current, state.queues.map((q) => q.path), state.outgoing.map((o) => [o.id, o.state])]);
+  if (now === shape) {
+    for (const queue of state.queues) {
+      const count = document.querySelector(`[data-count-of="${CSS.escape(queue.path)}"]`);
+      if (count) count.textContent = `${number(queue.message_count)} · ${bytes(queue.byte_count)}`;
+    }
+    for (const out of state.outgoing) {
+      const count = document.querySelector(`[data-outgoing="${out.id}"]`);
+      if (count) count.textContent = `${number(out.message_count)} · ${out.state}`;
+    }
+    return;
+  }
+  shape = now;
   const byKind = { private: [], public: [], system: [] };
   const journals = new Map();
   for (const queue of state.queues) {
