@@ -17,8 +17,8 @@ from pydantic import (
     model_validator,
 )
 
-from app.gateway import parse_lookup_id
-from app.schemas import DeliveryName, Strict, Uint32, decode_base64, message_fields
+from app.parameters import Strict, parse_lookup_id
+from app.schemas import DeliveryName, Uint32, decode_base64, message_fields
 from qm.administration import MAX_CHOSEN, Imported
 from qm.errors import MqError, MqErrorCode
 from qm.model import DEFAULT_PRIORITY, INFINITE, Delivery, Message, MessageClass, MessageProperties

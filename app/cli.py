@@ -80,6 +80,7 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
 
     from app.http_protocol import OneWriteHttpToolsProtocol
     from app.main import create_app
+    from app.metrics import worker_metrics
 
     # The gateway's own log lines (SRMP refusals, timer mismatches, expiries) at the same level.
     logging.basicConfig(level=arguments.log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
@@ -92,15 +93,16 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
         # Each worker process builds its own app from the same MSMQGW_* environment; they share
         # the database (docs/performance.md: several workers).
         os.environ["MSMQGW_HOST"], os.environ["MSMQGW_PORT"] = host, str(port)
-        uvicorn.run(
-            "app.main:create_app",
-            factory=True,
-            host=host,
-            port=port,
-            workers=arguments.workers,
-            log_level=arguments.log_level,
-            http=OneWriteHttpToolsProtocol,
-        )
+        with worker_metrics():  # the workers' counters, summed by every scrape (app/metrics.py)
+            uvicorn.run(
+                "app.main:create_app",
+                factory=True,
+                host=host,
+                port=port,
+                workers=arguments.workers,
+                log_level=arguments.log_level,
+                http=OneWriteHttpToolsProtocol,
+            )
         return 0
     uvicorn.run(
         create_app(settings),

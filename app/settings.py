@@ -7,12 +7,13 @@ import socket
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 from qm.config import DEFAULT_MAX_BODY_BYTES, ManagerConfig, TransactionTtbr
 from qm.model import INFINITE
+from qm.outbound import parse_allow_list
 from qm.triggers.actions import AllowList
 from qm.triggers.model import TriggerConfig
 from soap.times import LayoutMismatch, TimerMapping
@@ -65,8 +66,9 @@ class Settings(BaseSettings):
     srmp_virtual_directory: str = Field("msmq", description="First path segment of SRMP URLs")
     srmp_outbound_hosts: str = Field(
         "",
-        description="Comma-separated hosts the gateway may POST receipts and acknowledgments to "
-        "(sender-supplied URLs: an allow-list against SSRF); `*` allows any host",
+        description="Comma-separated destinations the gateway may POST to as an SRMP sender "
+        "(sender-supplied URLs: an allow-list against SSRF): `host` (its scheme's default port), "
+        "`host:port`, `host:*`, optionally `http://` or `https://` first; `*` allows anything",
     )
     srmp_outbound_rewrites: dict[str, str] = Field(
         default_factory=dict,
@@ -123,6 +125,18 @@ class Settings(BaseSettings):
         "SQLAlchemy release the gateway has not been checked against)",
     )
 
+    request_log: Literal["off", "json"] = Field(
+        "off",
+        description="json: one JSON line per HTTP request on stderr (method, route, status, duration, "
+        "request ID)",
+    )
+    metrics_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="Serve GET /metrics on this port (same host) instead of the API's port",
+    )
+
     def group_commit(self) -> GroupCommitConfig:
         return GroupCommitConfig(
             self.group_commit_max_batch,
@@ -157,6 +171,9 @@ class Settings(BaseSettings):
     max_import_bytes: int = Field(
         64 * 1024 * 1024, ge=1, description="Largest message import file (JSON lines) accepted"
     )
+    redrive_interval_s: float = Field(
+        5.0, gt=0, description="How often redrive batches staged by the pipeline are looked for and applied"
+    )
 
     @model_validator(mode="after")
     def _send_fits_in_lease(self) -> Settings:
@@ -167,6 +184,12 @@ class Settings(BaseSettings):
                 "lease covering it can run out"
             )
         return self
+
+    @field_validator("srmp_outbound_hosts")
+    @classmethod
+    def _outbound_hosts_parse(cls, value: str) -> str:
+        parse_allow_list(value.split(","))  # a malformed entry stops the start (ValueError)
+        return value
 
     def display_database_url(self) -> str:
         """The database URL with any password masked, for logs and messages."""

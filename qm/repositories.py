@@ -15,6 +15,7 @@ from qm.disposal import Placement, Reason
 from qm.model import Message, NewMessage, Queue, QueueChanges, QueueManagerInfo, QueueSettings
 from qm.outbound import OutgoingQueue, OutgoingStreamPosition
 from qm.paths import QueuePath
+from qm.redrives import RedriveBatch, Redriven, StagedDeadLetter
 from qm.store import (
     NO_FILTER,
     Claim,
@@ -255,4 +256,32 @@ class Housekeeping(Protocol):
 
     async def expire_due(self, now: datetime, limit: int) -> int:
         """Remove up to `limit` available messages past their TTBR (reason EXPIRED); return how many."""
+        ...
+
+
+class RedriveRepository(Protocol):
+    """Redrive batches staged by the pipeline (qm.redrives)."""
+
+    async def get_batch(self, batch_id: str) -> RedriveBatch | None: ...
+
+    async def batches_in(self, status: str, staged_before: datetime | None) -> list[str]:
+        """Batches with `status` (staged before `staged_before`, when given), oldest first."""
+        ...
+
+    async def staged(self, batch_id: str, after: int, limit: int) -> list[StagedDeadLetter]:
+        """Up to `limit` of the batch's staged dead letters with a lookup ID above `after`,
+        in lookup-ID order, each once, marked when the ledger has it already."""
+        ...
+
+    async def settle(self, batch_id: str, done: Sequence[Redriven], now: datetime) -> None:
+        """One transaction: ledger rows for those sent, live originals out of their
+        dead-letter queues (available ones, totals kept), their staging rows deleted."""
+        ...
+
+    async def note(self, batch_id: str, resent: int, error: str) -> None:
+        """Record progress and why the batch waits for the next pass."""
+        ...
+
+    async def finish(self, batch_id: str, status: str, resent: int, error: str | None, now: datetime) -> None:
+        """Applied or failed: the batch's remaining staging rows deleted."""
         ...

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         MessageRepository,
         OutgoingRepository,
         QueueRepository,
+        RedriveRepository,
         StreamRepository,
         TransactionRepository,
     )
@@ -195,6 +196,9 @@ class Store(Protocol):
 
     @property
     def triggers(self) -> TriggerStore: ...
+
+    @property
+    def redrives(self) -> RedriveRepository: ...
 
     def attach(self, policy: DisposalPolicy, wakeups: WakeUps) -> None:
         """The rules for consequences, and whom to tell after a commit changed a queue."""

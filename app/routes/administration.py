@@ -27,8 +27,9 @@ from app.admin_schemas import (
     parse_lookup_ids,
 )
 from app.docs import MESSAGE_EXAMPLE
-from app.gateway import Gateway, GatewayDep, canonical_queue, parse_lookup_id
+from app.gateway import Gateway, GatewayDep, canonical_queue
 from app.http import read_capped
+from app.parameters import parse_lookup_id
 from qm.administration import Administration
 from qm.errors import MqErrorCode
 from qm.model import Message

@@ -11,7 +11,6 @@ from pydantic import AwareDatetime
 from app import answers as a
 from app.docs import MESSAGE_EXAMPLE, SENT_EXAMPLE
 from app.gateway import (
-    LOOKUP_ID_PATTERN,
     DecodeParam,
     Gateway,
     GatewayDep,
@@ -20,9 +19,9 @@ from app.gateway import (
     canonical_queue,
     check_wait,
     gateway_of,
-    parse_lookup_id,
 )
 from app.http import json_response, message_from_request, message_response
+from app.parameters import LOOKUP_ID_PATTERN, parse_lookup_id
 from app.schemas import MessageOut, MessagePage, SentOut, decode_base64, message_fields, sent_fields
 from qm.errors import MqError, MqErrorCode
 from qm.model import CORRELATION_ID_SIZE, Message

@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from app import answers as a
 from app.docs import OUTGOING_QUEUE_EXAMPLE
 from app.gateway import GatewayDep
+from app.parameters import OutgoingQueueId
 from app.schemas import OutgoingQueueOut
 
 router = APIRouter(tags=["outgoing queues"])
@@ -28,7 +29,7 @@ async def list_outgoing(gateway: GatewayDep) -> list[OutgoingQueueOut]:
     summary="One outgoing queue",
     responses=a.answers(a.ok(OUTGOING_QUEUE_EXAMPLE), ONE),
 )
-async def show_outgoing(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
+async def show_outgoing(queue_id: OutgoingQueueId, gateway: GatewayDep) -> OutgoingQueueOut:
     return OutgoingQueueOut.of(await gateway.outgoing.get(queue_id))
 
 
@@ -37,7 +38,7 @@ async def show_outgoing(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
     summary="Stop sending to this destination; messages keep waiting (their TTRQ still runs)",
     responses=a.answers(a.ok(OUTGOING_QUEUE_EXAMPLE | {"state": "paused"}), ONE),
 )
-async def pause(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
+async def pause(queue_id: OutgoingQueueId, gateway: GatewayDep) -> OutgoingQueueOut:
     return OutgoingQueueOut.of(await gateway.outgoing.pause(queue_id))
 
 
@@ -46,7 +47,7 @@ async def pause(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
     summary="Send again, at once (also cuts a retry wait short)",
     responses=a.answers(a.ok(OUTGOING_QUEUE_EXAMPLE), ONE),
 )
-async def resume(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
+async def resume(queue_id: OutgoingQueueId, gateway: GatewayDep) -> OutgoingQueueOut:
     return OutgoingQueueOut.of(await gateway.outgoing.resume(queue_id))
 
 
@@ -55,5 +56,5 @@ async def resume(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
     summary="Drop the waiting messages (dead-lettered with class 0x8001 where they ask for it)",
     responses=a.answers(a.ok({"purged": 3}), ONE),
 )
-async def purge(queue_id: int, gateway: GatewayDep) -> dict[str, int]:
+async def purge(queue_id: OutgoingQueueId, gateway: GatewayDep) -> dict[str, int]:
     return {"purged": await gateway.outgoing.purge(queue_id)}

@@ -72,7 +72,7 @@ def gateway(database_url: str, tmp_path: Path) -> Iterator[GatewayProcess]:
     settings = {
         "MSMQGW_SWEEP_INTERVAL_S": "0.2",
         "MSMQGW_TRIGGERS_ENABLED": "false",
-        "MSMQGW_SRMP_OUTBOUND_HOSTS": "127.0.0.2",  # nothing listens there: its outgoing queue waits
+        "MSMQGW_SRMP_OUTBOUND_HOSTS": "127.0.0.2:9",  # nothing listens there: its outgoing queue waits
     }
     server = GatewayProcess(database_url, settings, tmp_path / "gw.log")
     try:

@@ -27,6 +27,7 @@ IDS = {
     "{queue_id}": "999999",
     "{trigger}": "NoSuchTrigger",
     "{rule}": "NoSuchRule",
+    "{batch_id}": "NoSuchBatch",
 }
 
 _RULE: dict[str, Any] = {"json": {"name": "R", "action": {"url": "http://127.0.0.1/"}}}
@@ -108,6 +109,9 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("POST", "/api/outgoing-queues/{queue_id}/resume"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("POST", "/api/outgoing-queues/{queue_id}/purge"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("GET", "/api/srmp/statistics"): ({}, 0, ""),  # no error path: counters of this process
+    ("GET", "/metrics"): ({}, 0, ""),  # no error path while the store is up
+    ("GET", "/livez"): ({}, 0, ""),  # never fails while the process answers
+    ("GET", "/readyz"): ({}, 0, ""),  # its 503 is tested in test_probes.py
     ("GET", "/api/rules"): ({}, 0, ""),  # no error path: listing always works
     ("POST", "/api/rules"): (_RULE, 400, "MQ_ERROR_INVALID_PARAMETER"),  # outside the (empty) allow-list
     ("GET", "/api/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
@@ -122,6 +126,8 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("POST", "/api/triggers/{trigger}/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     ("DELETE", "/api/triggers/{trigger}/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     ("GET", "/api/triggers/{trigger}/invocations"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/redrives/{batch_id}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("POST", "/api/redrives/{batch_id}/apply"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     # SRMP answers carry only a status, never a body (reference §2): tested in tests/compat.
     ("POST", "/msmq/{path}"): ({}, 0, ""),
     # The SOAP API answers SOAP faults, not problem+json: tested in tests/compat/test_soap_api.py.

@@ -124,6 +124,7 @@ async def test_statistics_count_what_the_srmp_route_did(client: httpx.AsyncClien
         "stored": 2,
         "duplicates": 1,
         "stream_receipts": 0,
+        "stray_stream_receipts": 0,
         "refused": 1,
         "retry_later": 0,
         "timer_layout_mismatches": 1,
