@@ -3,8 +3,9 @@ and an operator's day in a real headless Chromium against a real gateway process
 store: create a queue, send through REST and watch the count change, open a message and
 decode its body, move it, export and import, purge with the confirmation, resend a dead letter.
 
-Screenshots go to the test's folder; with UPDATE_SCREENSHOTS=1 the SQLite run writes them to
-docs/images/ (docs/console.md shows them)."""
+The SQLite run saves screenshots in the test's folder (the PostgreSQL run shows the same screens
+and saves none); with UPDATE_SCREENSHOTS=1 it writes them to docs/images/ (docs/console.md
+shows them)."""
 
 from __future__ import annotations
 
@@ -85,10 +86,11 @@ def gateway(database_url: str, tmp_path: Path) -> Iterator[GatewayProcess]:
 class Operator:
     """The console as a person uses it: clicks, and waits for what the page shows."""
 
-    def __init__(self, browser: Chromium, shots: Path, publish: bool) -> None:
+    def __init__(self, browser: Chromium, shots: Path | None, publish: bool) -> None:
         self.browser = browser
         self.driver = browser.driver
         self.shots = shots
+        """Where screenshots go; None: none are taken (the same screens on the other store)."""
         self.publish = publish
 
     def wait(self, condition: Any) -> Any:
@@ -132,6 +134,8 @@ class Operator:
         self.text("#queue-title", queue)
 
     def shot(self, name: str) -> None:
+        if self.shots is None:
+            return
         path = self.browser.screenshot(self.shots / f"console-{name}.png")
         if self.publish:
             shutil.copy(path, IMAGES / path.name)
@@ -148,8 +152,9 @@ def rest_send(gateway: GatewayProcess, queue: str, **message: Any) -> dict[str, 
 def test_an_operators_day_in_the_console(
     chromium: Chromium, gateway: GatewayProcess, database_url: str, tmp_path: Path
 ) -> None:
-    publish = os.environ.get("UPDATE_SCREENSHOTS") == "1" and database_url.startswith("sqlite")
-    me = Operator(chromium, tmp_path / "screenshots", publish)
+    sqlite = database_url.startswith("sqlite")
+    publish = os.environ.get("UPDATE_SCREENSHOTS") == "1" and sqlite
+    me = Operator(chromium, tmp_path / "screenshots" if sqlite else None, publish)
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     me.driver.execute_cdp_cmd(
