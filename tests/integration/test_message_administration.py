@@ -22,6 +22,7 @@ from tests.integration.support import (
     create_queue,
     json_of,
     message_count,
+    observe_wakeups,
     send,
 )
 
@@ -168,11 +169,12 @@ async def test_move_between_transactional_queues(client: httpx.AsyncClient) -> N
     assert taken["message_id"] == sent["b"]["message_id"]
 
 
-async def test_a_move_wakes_a_receiver_waiting_on_the_target(client: httpx.AsyncClient) -> None:
+async def test_a_move_wakes_a_receiver_waiting_on_the_target(client: httpx.AsyncClient, app: FastAPI) -> None:
     sent = await sent_three(client)
     await create_queue(client, TARGET)
+    wakeups = observe_wakeups(app)
     waiting = asyncio.create_task(client.post(f"/api/queues/{TARGET}/receive", params={"timeout_ms": 20000}))
-    await asyncio.sleep(0)  # let the receive start; it is woken by the move, not found by this
+    await wakeups.until_waiting()  # blocked on the empty queue: only a wake-up brings the message
     chosen = {"lookup_ids": [sent["c"]["lookup_id"]], "to": TARGET}
     json_of(await client.post(messages_url(ORDERS, "/move"), json=chosen))
     assert json_of(await asyncio.wait_for(waiting, 10))["body"] == "c"
