@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Request
 
+from app.metrics import ProcessMetrics
 from app.parameters import AbsentIfEmpty
 from app.settings import Settings
 from qm.cursors import CursorService
@@ -25,6 +26,8 @@ class SrmpCounters:
     """Answered 200 and dropped: a message ID seen recently, or a stream message out of order."""
     stream_receipts: int = 0
     """Receipts for streams this gateway sends, consumed rather than stored."""
+    stray_stream_receipts: int = 0
+    """Receipts for streams this gateway does not send (stray, late or forged): answered 200, dropped."""
     refused: int = 0
     """Answered 400: the sender gives up."""
     retry_later: int = 0
@@ -40,6 +43,7 @@ class Gateway:
     cursors: CursorService
     outgoing: OutgoingQueues
     srmp: SrmpCounters = field(default_factory=SrmpCounters)
+    metrics: ProcessMetrics = field(default_factory=ProcessMetrics)
 
 
 def gateway_of(request: Request) -> Gateway:

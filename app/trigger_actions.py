@@ -11,7 +11,15 @@ from app.settings import Settings
 from qm.errors import MqError
 from qm.manager import QueueManager
 from qm.store import Store
-from qm.triggers.actions import ActionFailed, AllowList, Parameters, default_body, render
+from qm.triggers.actions import (
+    ActionFailed,
+    AllowList,
+    Parameters,
+    default_body,
+    render,
+    render_arguments,
+    render_url,
+)
 from qm.triggers.admin import TriggerAdmin
 from qm.triggers.model import Action, ActionKind
 from qm.triggers.service import TriggerService
@@ -70,8 +78,14 @@ class HttpAndCommandRunner:
         import httpx
 
         try:
+            # What is checked is what is sent: the URL as httpx normalises it, after substitution.
+            target = httpx.URL(render_url(action.url, parameters))
+            self._allow_list.check_url(str(target))
+        except (httpx.InvalidURL, MqError) as refused:
+            raise ActionFailed(getattr(refused, "detail", str(refused))) from None
+        try:
             response = await self._http().request(
-                action.method, render(action.url, parameters), headers=headers, content=body.encode()
+                action.method, target, headers=headers, content=body.encode()
             )
         except httpx.HTTPError as error:
             raise ActionFailed(f"{type(error).__name__}: {error}") from None
@@ -80,7 +94,7 @@ class HttpAndCommandRunner:
 
 
 async def _execute(action: Action, parameters: Parameters) -> None:
-    arguments = [action.command[0], *(render(argument, parameters) for argument in action.command[1:])]
+    arguments = render_arguments(action, parameters)
     try:
         process = await asyncio.create_subprocess_exec(
             *arguments,

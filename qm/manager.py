@@ -29,6 +29,7 @@ from qm.model import (
 )
 from qm.paths import QueueKind, QueuePath, SystemQueue, parse_queue_path, system_queue_path
 from qm.receipts import StreamReceipts
+from qm.redrives import Redrives
 from qm.sending import Sending
 from qm.store import Claim, ReleaseReport, Store, TransactionRecord
 from qm.streams import StreamReceiptDue
@@ -64,6 +65,8 @@ class QueueManager:
         self._receipts = StreamReceipts(self)
         self._expiry = Expiry(self)
         self._waiting = Waiting(self)
+        self.redrives = Redrives(self)
+        """Dead letters staged by the pipeline, re-sent through this queue manager's send path."""
         self.deliver = self._sending.deliver
         """Enqueue a message that may arrive more than once (qm.sending.Sending.deliver)."""
         self.final_receipt_received = self._receipts.final_receipt_received

@@ -93,7 +93,7 @@ class OutgoingQueues:
     async def stream_position(self, outgoing: OutgoingQueue, message: Message) -> OutgoingStreamPosition:
         """A transactional message travels in the queue's stream (reference §4.1)."""
         now = self._qm.clock.now()
-        candidate = new_stream_id(self._qm.guid, now)
+        candidate = new_stream_id(now)
         return await self._qm.store.outgoing.outgoing_stream_position(
             outgoing.queue.id, message.lookup_id, candidate, now
         )

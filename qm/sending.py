@@ -48,7 +48,8 @@ class Sending:
         stream: StreamPosition | None = None,
     ) -> Message | None:
         """Enqueue a message that may arrive more than once (SRMP retries): None when
-        `duplicate_key` was seen within the duplicate window, and nothing is stored.
+        `duplicate_key` (the sender's message ID) came from the same source queue manager to
+        the same queue within the duplicate window, and nothing is stored.
         `boundaries` are the sender's first/last-in-transaction marks (SRMP `<Eod>`)."""
         path = self._qm.destination(path_text)
         if not path.writable and path.kind is not QueueKind.OUTGOING:
@@ -125,7 +126,9 @@ class Sending:
             first_in_transaction=first,
             last_in_transaction=last,
             transactional=transactional,
-            duplicate_key=arrival.duplicate_key,
+            duplicate_key=None
+            if arrival.duplicate_key is None
+            else rules.duplicate_key(properties.source_machine, queue.id, arrival.duplicate_key),
             stream=arrival.stream,
             queue_key=queue.path.key,
             queue_quota_kb=queue.settings.quota_kb,

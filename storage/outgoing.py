@@ -223,13 +223,21 @@ class SqlOutgoing:
         outgoing queue (DELIVERED), except a message that asked for MQMSG_DEADLETTER: that one
         gets its journal copy now and stays, never resent and no longer subject to its time to
         reach queue, until its final receipt (reference §4.4). None when the stream is not one
-        this gateway sends."""
+        this gateway sends.
+
+        Only ordinals that were POSTed and answered 2xx (`sends` > 0) are settled, and the
+        stream's acknowledged ordinal never passes the highest of them: a receipt claiming more
+        than was delivered (forged, or from a confused receiver) settles nothing it claims
+        beyond that."""
         async with self._db.transaction() as connection:
             statement = sa.select(os_.queue_id).where(os_.stream_id == stream_id)
             queue_id = (await connection.execute(statement)).scalar()
             if queue_id is None:
                 return None
-            covered = sa.select(sm.lookup_id).where(sm.queue_id == queue_id, sm.ordinal <= last_ordinal)
+            delivered = (sm.queue_id == queue_id, sm.ordinal <= last_ordinal, sm.sends > 0)
+            highest = sa.select(sa.func.max(sm.ordinal)).where(*delivered)
+            acknowledged = (await connection.execute(highest)).scalar()
+            covered = sa.select(sm.lookup_id).where(*delivered)
             removal = sa.delete(messages).where(
                 m.lookup_id.in_(covered), m.state == AVAILABLE, sa.not_(_awaits_final_receipt())
             )
@@ -243,16 +251,16 @@ class SqlOutgoing:
             await consequences.settle(gone, placements)
             await connection.execute(
                 sa.delete(outgoing_stream_messages).where(
-                    sm.queue_id == queue_id,
-                    sm.ordinal <= last_ordinal,
+                    *delivered,
                     sa.or_(sm.acknowledged_at.is_(None), sm.lookup_id.not_in(sa.select(m.lookup_id))),
                 )
             )
-            await connection.execute(
-                sa.update(outgoing_streams)
-                .where(os_.queue_id == queue_id, os_.acknowledged_ordinal < last_ordinal)
-                .values(acknowledged_ordinal=last_ordinal)
-            )
+            if acknowledged is not None:
+                await connection.execute(
+                    sa.update(outgoing_streams)
+                    .where(os_.queue_id == queue_id, os_.acknowledged_ordinal < acknowledged)
+                    .values(acknowledged_ordinal=acknowledged)
+                )
             await connection.execute(
                 sa.update(outgoing_queues)
                 .where(o.queue_id == queue_id)
@@ -275,6 +283,7 @@ class SqlOutgoing:
                     .where(
                         sm.queue_id == queue_id,
                         sm.ordinal <= last_ordinal,
+                        sm.sends > 0,
                         sm.acknowledged_at.is_(None),
                         sm.lookup_id.in_(waiting),
                     )
@@ -295,14 +304,20 @@ class SqlOutgoing:
     ) -> bool | None:
         """A final receipt for a message sent on `stream_id`: it leaves the outgoing queue, to
         the transactional dead-letter queue when the outcome is negative (and it asked for
-        that). False when no such message waits here; None when the stream is not ours."""
+        that). False when no such message waits here, or it was never answered 2xx (nothing
+        the receiver could report on); None when the stream is not ours."""
         async with self._db.transaction() as connection:
             statement = sa.select(os_.queue_id).where(os_.stream_id == stream_id)
             queue_id = (await connection.execute(statement)).scalar()
             if queue_id is None:
                 return None
+            delivered = sa.select(sm.lookup_id).where(sm.queue_id == queue_id, sm.sends > 0)
             removal = sa.delete(messages).where(
-                m.queue_id == queue_id, m.message_id == message_id, m.state == AVAILABLE, m.transactional
+                m.queue_id == queue_id,
+                m.message_id == message_id,
+                m.state == AVAILABLE,
+                m.transactional,
+                m.lookup_id.in_(delivered),  # a receiver reports only on what it took
             )
             gone = (await connection.execute(removal.returning(*messages.c))).mappings().all()
             await Consequences(self._db, connection, now).concluded(gone, reason)

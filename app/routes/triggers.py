@@ -43,6 +43,7 @@ RULE_EXAMPLE: dict[str, Any] = {
         "headers": {},
         "body_template": None,
         "command": [],
+        "substitute_arguments": [],
     },
 }
 TRIGGER_EXAMPLE: dict[str, Any] = {
