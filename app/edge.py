@@ -211,7 +211,7 @@ class Edge:
             return None
         if path == "/soap":
             return SOAP_TYPES
-        if scope["method"] == "POST" and path.startswith("/api/queues/") and path.endswith("/messages"):
+        if scope["method"] == "POST" and path.startswith("/api/queues/") and path.endswith(RAW_BODIES):
             return None
         return JSON_TYPES
 
@@ -221,6 +221,11 @@ def _is_srmp(target: str, prefix: str) -> bool:
     if not target.startswith("/") and "://" in target:  # `http://host/msmq/...`
         target = "/" + target.split("://", 1)[1].partition("/")[2]
     return target.replace("\\", "/")[: len(prefix)].casefold() == prefix
+
+
+RAW_BODIES = ("/messages", "/messages/import")
+"""Endpoints that take a body of any type, read raw and capped by the route: a send, and an
+import's JSON lines (an export as it was written, `application/x-ndjson` or anything else)."""
 
 
 class ChunkedBody:

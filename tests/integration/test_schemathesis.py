@@ -27,8 +27,10 @@ from schemathesis.core.result import Err
 from app.settings import Settings
 from tests.inprocess_gateway import InProcessGateway
 
-# SRMP's multipart/related body is declared as binary: sent as the bytes generated.
+# SRMP's multipart/related body is declared as binary: sent as the bytes generated; an
+# import's JSON lines as a string: sent as its text.
 schemathesis.serializer.alias("multipart/related", "application/octet-stream")
+schemathesis.serializer.alias("application/x-ndjson", "text/plain")
 
 EXAMPLES = 12
 """Examples per operation and store: both stores together stay well within a minute here."""
