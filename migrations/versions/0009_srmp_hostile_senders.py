@@ -1,4 +1,5 @@
-"""Duplicate keys by source queue manager, destination queue and message ID.
+"""Duplicate keys by source queue manager, destination queue and message ID; queue keys folded
+in ASCII only.
 
 Revision ID: 0009
 Revises: 0008
@@ -9,9 +10,17 @@ Create Date: 2026-11-27
 bare message ID that no new key can match, so they are deleted (they would expire within 30
 minutes anyway; a resend of a message stored in the last minutes before the upgrade may be
 stored twice). The table is not read by the export view.
+
+`queues.path_key` is recomputed with ASCII-only case folding (qm.paths.ascii_fold), as Windows
+compares queue names: Unicode folding made the Kelvin sign alias `k` and `ß` alias `ss`.
+Keys that were distinct under Unicode folding stay distinct under ASCII folding. The rendering
+of a path below is qm.paths.QueuePath.pathname as of this revision, copied so that later
+changes of the code do not change what this migration does.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import sqlalchemy as sa
 from alembic import op
@@ -22,13 +31,40 @@ branch_labels = None
 depends_on = None
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _pathname(kind: str, name: str, journal: bool) -> str:
+    suffix = ";journal" if journal else ""
+    if kind == "outgoing":
+        return f"DIRECT={name}"
+    if kind == "system":
+        return f"system$;{name}"
+    if kind == "private":
+        return f"private$\\{name}{suffix}"
+    return f"{name}{suffix}"
+
+
+def _rekey(fold: Callable[[str], str]) -> None:
+    connection = op.get_bind()
+    found = connection.execute(sa.text("SELECT id, kind, name, journal_of, path_key FROM queues")).all()
+    for row in found:
+        key = fold(_pathname(row.kind, row.name, row.journal_of is not None))
+        if key != row.path_key:
+            connection.execute(
+                sa.text("UPDATE queues SET path_key = :key WHERE id = :id"), {"key": key, "id": row.id}
+            )
+
+
 def upgrade() -> None:
     op.execute(sa.text("DELETE FROM received_message_ids"))
     with op.batch_alter_table("received_message_ids") as batch:
         batch.alter_column("message_id", type_=sa.String(200), existing_nullable=False)
+    _rekey(lambda text: text.translate(_ASCII_LOWER))
 
 
 def downgrade() -> None:
+    _rekey(str.casefold)
     op.execute(sa.text("DELETE FROM received_message_ids"))
     with op.batch_alter_table("received_message_ids") as batch:
         batch.alter_column("message_id", type_=sa.String(100), existing_nullable=False)
