@@ -129,7 +129,11 @@ class Sending:
             duplicate_key=None
             if arrival.duplicate_key is None
             else rules.duplicate_key(properties.source_machine, queue.id, arrival.duplicate_key),
-            stream=arrival.stream,
+            stream=None
+            if arrival.stream is None
+            else dataclasses.replace(
+                arrival.stream, max_streams_per_sender=self._qm.config.max_streams_per_sender
+            ),
             queue_key=queue.path.key,
             queue_quota_kb=queue.settings.quota_kb,
         )
@@ -138,6 +142,11 @@ class Sending:
         [result] = await self._qm.store.messages.enqueue([new_message])
         if result.outcome is EnqueueOutcome.DUPLICATE:
             return None
+        if result.outcome is EnqueueOutcome.STREAM_LIMIT_REACHED:
+            raise QuotaExceeded(
+                "this sender has as many open streams as MSMQGW_SRMP_MAX_STREAMS_PER_SENDER allows",
+                machine=False,
+            )
         if result.outcome is EnqueueOutcome.QUEUE_MANAGER_QUOTA_EXCEEDED:
             raise QuotaExceeded("the queue manager is throttled or its quota is reached", machine=True)
         if result.outcome is EnqueueOutcome.QUEUE_QUOTA_EXCEEDED:

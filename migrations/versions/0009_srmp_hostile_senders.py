@@ -1,5 +1,5 @@
 """Duplicate keys by source queue manager, destination queue and message ID; queue keys folded
-in ASCII only.
+in ASCII only; incoming streams counted per sender.
 
 Revision ID: 0009
 Revises: 0008
@@ -16,6 +16,10 @@ compares queue names: Unicode folding made the Kelvin sign alias `k` and `ß` al
 Keys that were distinct under Unicode folding stay distinct under ASCII folding. The rendering
 of a path below is qm.paths.QueuePath.pathname as of this revision, copied so that later
 changes of the code do not change what this migration does.
+
+`srmp_streams.sender` (nullable, indexed; with an index on `updated_at` for forgetting idle
+streams) is the stream ID up to its `\\`, lower case (qm.streams.stream_sender), filled in
+for the existing rows.
 """
 
 from __future__ import annotations
@@ -61,9 +65,22 @@ def upgrade() -> None:
     with op.batch_alter_table("received_message_ids") as batch:
         batch.alter_column("message_id", type_=sa.String(200), existing_nullable=False)
     _rekey(lambda text: text.translate(_ASCII_LOWER))
+    op.add_column("srmp_streams", sa.Column("sender", sa.String(200), nullable=True))
+    op.create_index("ix_srmp_streams_sender", "srmp_streams", ["sender"])
+    op.create_index("ix_srmp_streams_updated_at", "srmp_streams", ["updated_at"])
+    connection = op.get_bind()
+    for (stream_id,) in connection.execute(sa.text("SELECT stream_id FROM srmp_streams")).all():
+        connection.execute(
+            sa.text("UPDATE srmp_streams SET sender = :sender WHERE stream_id = :id"),
+            {"sender": stream_id.partition("\\")[0].lower(), "id": stream_id},
+        )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_srmp_streams_updated_at", "srmp_streams")
+    op.drop_index("ix_srmp_streams_sender", "srmp_streams")
+    with op.batch_alter_table("srmp_streams") as batch:
+        batch.drop_column("sender")
     _rekey(str.casefold)
     op.execute(sa.text("DELETE FROM received_message_ids"))
     with op.batch_alter_table("received_message_ids") as batch:
