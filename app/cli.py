@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.cli_messages import message_commands
 from app.schemas import MessageIn, MessageOut, QueueCreate, QueueOut
 from app.settings import Settings, load_settings
 from app.trigger_schemas import InvocationOut, RuleOut, TriggerOut
@@ -77,8 +78,9 @@ def _pipeline(argv: list[str]) -> int:
 def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.http_protocol import OneWriteHttpToolsProtocol
+    from app.http_protocol import HttpLimits, OneWriteHttpToolsProtocol
     from app.main import create_app
+    from app.metrics import worker_metrics
 
     # The gateway's own log lines (SRMP refusals, timer mismatches, expiries) at the same level.
     logging.basicConfig(level=arguments.log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
@@ -87,19 +89,22 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     host = arguments.host or settings.host
     port = arguments.port or settings.port
     settings = settings.model_copy(update={"host": host, "port": port})  # the receipts URL names the port
+    OneWriteHttpToolsProtocol.limits = HttpLimits.of(settings)  # workers read the environment
     if arguments.workers > 1:
         # Each worker process builds its own app from the same MSMQGW_* environment; they share
         # the database (docs/performance.md: several workers).
         os.environ["MSMQGW_HOST"], os.environ["MSMQGW_PORT"] = host, str(port)
-        uvicorn.run(
-            "app.main:create_app",
-            factory=True,
-            host=host,
-            port=port,
-            workers=arguments.workers,
-            log_level=arguments.log_level,
-            http=OneWriteHttpToolsProtocol,
-        )
+        with worker_metrics():  # the workers' counters, summed by every scrape (app/metrics.py)
+            uvicorn.run(
+                "app.main:create_app",
+                factory=True,
+                host=host,
+                port=port,
+                workers=arguments.workers,
+                log_level=arguments.log_level,
+                http=OneWriteHttpToolsProtocol,
+                timeout_keep_alive=settings.http_keep_alive_s,
+            )
         return 0
     uvicorn.run(
         create_app(settings),
@@ -108,6 +113,7 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
         workers=1,
         log_level=arguments.log_level,
         http=OneWriteHttpToolsProtocol,
+        timeout_keep_alive=settings.http_keep_alive_s,
     )
     return 0
 
@@ -230,6 +236,7 @@ def _parser() -> argparse.ArgumentParser:
         commands.add_parser("queue", help="manage queues").add_subparsers(required=True, metavar="action")
     )
     _message_commands(commands)
+    message_commands(commands, _on_store)
     _trigger_commands(commands)
     return parser
 

@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute
 
 from app.answers import INVALID_PARAMETER, answers
 from app.errors import PROBLEM_JSON
-from app.gateway import LOOKUP_ID_PATTERN
+from app.parameters import LOOKUP_ID_PATTERN
 from app.schemas import MessageBatch, MessageIn
 
 PROBLEM_SCHEMA: dict[str, Any] = {
@@ -52,14 +52,20 @@ TAGS: list[dict[str, str]] = [
     {"name": "queues", "description": "Create, show, change, delete and purge queues"},
     {"name": "messages", "description": "Send, browse, receive and peek (MQSendMessage, MQReceiveMessage)"},
     {"name": "lookup", "description": "Read by lookup ID, message ID or correlation ID (never waits)"},
+    {
+        "name": "administration",
+        "description": "Chosen messages: delete, move, resend dead letters, export, import",
+    },
     {"name": "locks", "description": "End a two-phase read (Dequeue Message End): commit or abort"},
     {"name": "cursors", "description": "Forward-only positions in a queue (MQCreateCursor)"},
     {"name": "transactions", "description": "Internal transactions across queues (MQBeginTransaction)"},
     {"name": "queue manager", "description": "Identity, machine quota, throttling, health"},
     {"name": "outgoing queues", "description": "Messages waiting for remote SRMP queues"},
+    {"name": "redrives", "description": "Dead letters staged by the pipeline, re-sent by the gateway"},
     {"name": "triggers", "description": "Message Queuing Triggers: rules and triggers"},
     {"name": "srmp", "description": "MSMQ over HTTP from Windows senders"},
     {"name": "soap", "description": "The SOAP 1.1 API and its WSDL"},
+    {"name": "operations", "description": "Prometheus metrics and Kubernetes probes (docs/operations.md)"},
 ]
 
 PATH_PARAMETERS: dict[str, dict[str, Any]] = {

@@ -32,6 +32,28 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=1, le=65535)
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1, description="Largest message body accepted")
+    max_admin_body_bytes: int = Field(
+        1024 * 1024,
+        ge=1024,
+        description="Largest request body of the administrative JSON endpoints (queues, cursors, rules, "
+        "triggers, settings); sends, SOAP and SRMP have the message caps",
+    )
+    http_max_header_bytes: int = Field(
+        64 * 1024, ge=1024, description="Largest request head (request line and headers) in bytes: 431 above"
+    )
+    http_max_headers: int = Field(
+        100, ge=10, description="Most header fields one request may carry: 431 above"
+    )
+    http_header_timeout_s: float = Field(
+        10.0, gt=0, description="A connection must send a whole request head within this: 408 and closed"
+    )
+    http_body_timeout_s: float = Field(
+        60.0, gt=0, description="A request body must arrive within this of its head (while read): closed"
+    )
+    http_keep_alive_s: int = Field(5, ge=1, description="An idle keep-alive connection is closed after this")
+    max_connections: int = Field(
+        1000, ge=1, description="Connections served at once; more are answered 503 and closed"
+    )
     max_wait_ms: int = Field(60_000, ge=0, description="Longest single receive/peek wait over HTTP")
     transaction_timeout_s: float = Field(60.0, gt=0, description="Idle transactions abort after this")
     cursor_idle_timeout_s: float = Field(300.0, gt=0, description="Idle cursors close after this")
@@ -49,6 +71,12 @@ class Settings(BaseSettings):
     local_host_names: str = Field(
         default_factory=lambda: f"localhost,127.0.0.1,::1,{socket.gethostname()}",
         description="Comma-separated names and addresses that designate this gateway in format names",
+    )
+    allowed_hosts: str = Field(
+        default_factory=lambda: f"localhost,127.0.0.1,[::1],{socket.gethostname()}",
+        description="Comma-separated names a request's Host header may carry (DNS rebinding guard), "
+        "besides the bind address and MSMQGW_LOCAL_HOST_NAMES; list every name SRMP senders and clients "
+        "use (http://<name>/msmq/...); `*` turns the check off (a proxy in front checks it)",
     )
     transaction_ttbr: TransactionTtbr = Field(
         TransactionTtbr.FIRST_MESSAGE,
@@ -136,6 +164,18 @@ class Settings(BaseSettings):
         "SQLAlchemy release the gateway has not been checked against)",
     )
 
+    request_log: Literal["off", "json"] = Field(
+        "off",
+        description="json: one JSON line per HTTP request on stderr (method, route, status, duration, "
+        "request ID)",
+    )
+    metrics_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="Serve GET /metrics on this port (same host) instead of the API's port",
+    )
+
     def group_commit(self) -> GroupCommitConfig:
         return GroupCommitConfig(
             self.group_commit_max_batch,
@@ -166,6 +206,12 @@ class Settings(BaseSettings):
     )
     trigger_lease_s: float = Field(
         15.0, gt=0, description="A trigger held by a process that stopped renewing moves after this"
+    )
+    max_import_bytes: int = Field(
+        64 * 1024 * 1024, ge=1, description="Largest message import file (JSON lines) accepted"
+    )
+    redrive_interval_s: float = Field(
+        5.0, gt=0, description="How often redrive batches staged by the pipeline are looked for and applied"
     )
 
     @model_validator(mode="after")

@@ -42,8 +42,14 @@ class HttpAndCommandRunner:
         if self._client is not None:
             await self._client.aclose()
 
+    async def prepare(self, action: Action) -> None:
+        """The HTTP client is made before the first webhook's timed attempt (importing httpx
+        at start-up would slow every start-up; inside the attempt it could take the whole
+        action timeout on a loaded machine, and the webhook would never be called)."""
+        if action.kind is ActionKind.WEBHOOK:
+            self._http()
+
     def _http(self) -> httpx.AsyncClient:
-        """Made at the first webhook: importing httpx would slow every start-up."""
         if self._client is None:
             import httpx
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from app.parameters import Strict
 from qm.triggers.conditions import make_condition, parse_token
 from qm.triggers.model import Action, ActionKind, Condition, Invocation, ProcessingType, Rule, Trigger
 
 ProcessingName = Literal["peek", "retrieval", "transactional-retrieval"]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class ConditionIn(Strict):

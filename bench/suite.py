@@ -23,6 +23,7 @@ from bench.http_load import (
     percentile,
     repeat,
 )
+from bench.metrics_bench import MANY_QUEUES, observation_cost_us, scrape_times, scraped_while, seed_queues
 from bench.seed import seed_depth
 
 
@@ -54,10 +55,11 @@ LATENCY_WARM_UP_S = 1.0
 new pooled connections, the server's first (custom) plans on each, the gateway's caches."""
 LONG_POLL_MS = 1000
 WORKERS = 2
+SCRAPED_E2E = "end to end, /metrics every 1 s"
 """`serve --workers` for the rows that show what both cores of the machine give."""
 
 Row = dict[str, Any]
-SCENARIOS = frozenset({"ceiling", "srmp", "rest", "decode", "e2e", "latency", "depth"})
+SCENARIOS = frozenset({"ceiling", "srmp", "rest", "decode", "e2e", "latency", "depth", "metrics"})
 
 
 _created = itertools.count(1)
@@ -145,6 +147,7 @@ class StoreRun:
             ("e2e", self.end_to_end),
             ("latency", self.latency),
             ("depth", self.depth),
+            ("metrics", self.metrics_scrape),
         ):
             if name in only:
                 await scenario()
@@ -234,8 +237,23 @@ class StoreRun:
             queue = create_queue(gateway, "e2e")
             return await producers_and_consumers(gateway.port, queue, self.profile.seconds)
 
+        scrapes: list[float] = []
+
+        async def scraped(gateway: Gateway) -> LoadResult:
+            queue = create_queue(gateway, "e2e")
+            work = asyncio.ensure_future(producers_and_consumers(gateway.port, queue, self.profile.seconds))
+            result, took = await scraped_while(gateway.port, work)
+            scrapes.extend(took)
+            return result
+
         concurrency = f"{PRODUCERS}+{CONSUMERS}"
+        # Without, with, with, without: the machine's drift over the four runs cancels out of
+        # the ratio (report.targets: /metrics every 1 s costs < 5 %).
         await self.measured("end to end", concurrency, work)
+        scraped_row = await self.measured(SCRAPED_E2E, concurrency, scraped)
+        await self.measured(SCRAPED_E2E + " (2)", concurrency, scraped)
+        await self.measured("end to end (2)", concurrency, work)
+        scraped_row |= {"scrapes": len(scrapes), "scrape_p50_ms": round(percentile(scrapes, 0.5), 2)}
         await self.measured(f"end to end, {WORKERS} workers", concurrency, work, workers=WORKERS)
 
     async def latency(self) -> None:
@@ -265,6 +283,46 @@ class StoreRun:
 
             await self.measured(f"depth {depth:,} send", 64, send)
             await self.measured(f"depth {depth:,} receive", 16, receive)
+
+    async def metrics_scrape(self) -> None:
+        """One scrape's time with the queues the run made so far, then with MANY_QUEUES more,
+        each against a fresh gateway on the same database (their ratio is the cost of the queues)."""
+        settle(self.database)
+        gateway = Gateway(self.database)
+        try:
+            few, few_bytes = await scrape_times(gateway.port)
+        finally:
+            gateway.stop()
+        seed_queues(self.database, MANY_QUEUES)
+        settle(self.database)
+        gateway = Gateway(self.database)
+        try:
+            many, many_bytes = await scrape_times(gateway.port)
+        finally:
+            gateway.stop()
+        for name, took, size in (
+            ("before seeding", few, few_bytes),
+            (f"{MANY_QUEUES:,} queues more", many, many_bytes),
+        ):
+            row = self.row(
+                f"/metrics scrape, {name}",
+                1,
+                None,
+                scrapes=len(took),
+                p50_ms=round(percentile(took, 0.5), 2),
+                p99_ms=round(percentile(took, 0.99), 2),
+                bytes=size,
+            )
+        row["vs_before"] = round(percentile(many, 0.5) / max(percentile(few, 0.5), 1e-9), 1)
+        bare_us, observed_us = await observation_cost_us()
+        self.row(
+            "request observed (ID, histogram, counter), in process",
+            "-",
+            None,
+            bare_us=round(bare_us, 2),
+            observed_us=round(observed_us, 2),
+            added_us=round(observed_us - bare_us, 2),
+        )
 
 
 async def producers_and_consumers(port: int, queue: str, seconds: float) -> LoadResult:

@@ -9,6 +9,7 @@ once complete (`deleted`): until then their rows are still in the store.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -23,9 +24,17 @@ from pipeline.session import get_spark
 from pipeline.store import Store
 
 TOP = 10
+STAGING = "_staging"
 
 
 def run_report(store: Store, archive: Path | None, out: Path, progress: Progress) -> str:
+    try:
+        return _report(store, archive, out, progress)
+    finally:  # the live export holds every body: never leave it next to the report
+        shutil.rmtree(out / STAGING, ignore_errors=True)
+
+
+def _report(store: Store, archive: Path | None, out: Path, progress: Progress) -> str:
     spark = get_spark("msmq-gateway report")
     rows = history(store, spark, archive, out).cache()
     total = rows.count()
@@ -45,7 +54,7 @@ def run_report(store: Store, archive: Path | None, out: Path, progress: Progress
 
 def history(store: Store, spark: SparkSession, archive: Path | None, out: Path) -> DataFrame:
     """Every row of the export view, plus the rows of completed archive runs."""
-    staged = out / "_staging" / "live.parquet"
+    staged = out / STAGING / "live.parquet"
     store.export_to_parquet("1 = 1", [], staged)
     live = typed(spark.read.schema(export_spark_schema()).parquet(str(staged)))
     if archive is None:

@@ -36,6 +36,7 @@ from qm.paths import (
     validate_queue_name,
 )
 from qm.receipts import StreamReceipts
+from qm.redrives import Redrives
 from qm.sending import Sending
 from qm.store import Claim, ReleaseReport, Store, TransactionRecord
 from qm.streams import StreamReceiptDue
@@ -71,6 +72,8 @@ class QueueManager:
         self._receipts = StreamReceipts(self)
         self._expiry = Expiry(self)
         self._waiting = Waiting(self)
+        self.redrives = Redrives(self)
+        """Dead letters staged by the pipeline, re-sent through this queue manager's send path."""
         self.deliver = self._sending.deliver
         """Enqueue a message that may arrive more than once (qm.sending.Sending.deliver)."""
         self.final_receipt_received = self._receipts.final_receipt_received

@@ -7,7 +7,7 @@ import asyncio
 from qm.errors import MqError, MqErrorCode
 from qm.manager import Abandonment, Attempt, QueueManager
 from qm.model import INFINITE, Message, Queue
-from qm.store import Claim, PositionState, Seek, Selector
+from qm.store import NO_FILTER, Claim, MessageFilter, PositionState, Seek, Selector
 
 LOCK_TAG_SEPARATOR = "-"
 
@@ -142,11 +142,14 @@ class QueueReader:
             raise _not_found(queue, "no available message with that identifier")
         return message
 
-    async def browse(self, path_text: str, after: int, limit: int) -> list[Message]:
-        """Available messages in queue order after a lookup ID (keyset pagination)."""
+    async def browse(
+        self, path_text: str, after: int, limit: int, where: MessageFilter = NO_FILTER
+    ) -> list[Message]:
+        """Available messages in queue order after a lookup ID (keyset pagination), those
+        `where` keeps."""
         queue = await self._qm.get_queue(path_text)
         now = self._qm.clock.now()
-        messages = await self._qm.store.messages.browse(queue.id, after, limit, now)
+        messages = await self._qm.store.messages.browse(queue.id, after, limit, now, where)
         return [self._qm._as_read(message) for message in messages]
 
     async def _check_reference(self, queue: Queue, seek: Seek, lookup_id: int, receive: bool) -> None:

@@ -8,6 +8,8 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.disposal import Reason
@@ -191,24 +193,30 @@ class SqlOutgoing:
             stream.stream_id, ordinal, None if previous == ordinal - 1 else previous
         )
 
-    @staticmethod
     async def _outgoing_stream(
-        connection: AsyncConnection, queue_id: int, candidate_stream_id: str, now: datetime
+        self, connection: AsyncConnection, queue_id: int, candidate_stream_id: str, now: datetime
     ) -> sa.Row[Any]:
-        statement = sa.select(outgoing_streams).where(os_.queue_id == queue_id)
+        """The queue's stream row, created on its first transactional send. Two writers may
+        create it at once (two processes sending, a send racing a receipt): the insert does
+        nothing when the row is there, and the row is read back locked (PostgreSQL: FOR UPDATE;
+        SQLite has one writer), so the stream's next ordinal is advanced by one writer at a time."""
+        statement = sa.select(outgoing_streams).where(os_.queue_id == queue_id).with_for_update()
         row = (await connection.execute(statement)).first()
-        if row is None:
-            await connection.execute(
-                sa.insert(outgoing_streams).values(
-                    queue_id=queue_id,
-                    stream_id=candidate_stream_id,
-                    next_ordinal=1,
-                    acknowledged_ordinal=0,
-                    created_at=rows.to_us(now),
-                )
+        if row is not None:
+            return row
+        insert = sqlite_insert if self._db.sqlite else postgresql_insert
+        await connection.execute(
+            insert(outgoing_streams)
+            .values(
+                queue_id=queue_id,
+                stream_id=candidate_stream_id,
+                next_ordinal=1,
+                acknowledged_ordinal=0,
+                created_at=rows.to_us(now),
             )
-            row = (await connection.execute(statement)).one()
-        return row
+            .on_conflict_do_nothing(index_elements=[os_.queue_id])
+        )
+        return (await connection.execute(statement)).one()
 
     @staticmethod
     async def _previous_ordinal(

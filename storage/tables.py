@@ -147,9 +147,10 @@ cursors = sa.Table(
     sa.Index("ix_cursors_expires_at", "expires_at"),
 )
 
-# The pipeline's ledgers (migration 0004). The pipeline writes them with plain SQL; the
-# gateway never reads them. The export view `message_export_v1` is created by that
-# migration too (views are not part of this metadata).
+# The pipeline's ledgers (migration 0004). The pipeline writes the archive's and stages
+# redrives with plain SQL; the gateway applies staged redrives (storage/redrives.py). The
+# export view `message_export_v1` is created by that migration too (views are not part of
+# this metadata).
 
 archive_runs = sa.Table(
     "archive_runs",
@@ -204,7 +205,25 @@ redrive_ledger = sa.Table(
     sa.Column("target_queue_id", sa.Integer, nullable=False),
     sa.Column("redriven_at", sa.BigInteger, nullable=False),
 )
-"""Each dead letter redriven at most once: its lookup ID is the primary key."""
+"""Each dead letter redriven at most once: its lookup ID is the primary key. `new_lookup_id`
+is 0 when the message was sent by an earlier attempt that crashed before recording it (its
+duplicate key then made the retry a no-op)."""
+
+redrive_batches = sa.Table(
+    "redrive_batches",
+    metadata,
+    sa.Column("batch_id", sa.String(64), primary_key=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("staged_count", sa.BigInteger, nullable=False),
+    sa.Column("resent_count", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("skipped_count", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("staged_at", sa.BigInteger, nullable=False),
+    sa.Column("finished_at", sa.BigInteger, nullable=True),
+    sa.Index("ix_redrive_batches_status", "status"),
+)
+"""A staged redrive (migration 0011): staged -> applied | failed. Its staging rows are gone
+once it is applied or failed."""
 
 srmp_streams = sa.Table(
     "srmp_streams",

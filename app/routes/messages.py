@@ -6,11 +6,11 @@ from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
+from pydantic import AwareDatetime
 
 from app import answers as a
 from app.docs import MESSAGE_EXAMPLE, SENT_EXAMPLE
 from app.gateway import (
-    LOOKUP_ID_PATTERN,
     DecodeParam,
     Gateway,
     GatewayDep,
@@ -19,12 +19,13 @@ from app.gateway import (
     canonical_queue,
     check_wait,
     gateway_of,
-    parse_lookup_id,
 )
 from app.http import json_response, message_from_request, message_response
-from app.schemas import MessageOut, MessagePage, SentOut, message_fields, sent_fields
+from app.parameters import LOOKUP_ID_PATTERN, parse_lookup_id
+from app.schemas import MessageOut, MessagePage, SentOut, decode_base64, message_fields, sent_fields
 from qm.errors import MqError, MqErrorCode
-from qm.model import Message
+from qm.model import CORRELATION_ID_SIZE, Message
+from qm.store import MessageFilter
 
 send_router = APIRouter(tags=["messages"])
 """Send and browse (`…/messages`): no lookup route can shadow them, so they are matched first."""
@@ -105,6 +106,9 @@ async def send(path: str, request: Request, transaction: TransactionParam = None
 @send_router.get(
     "/api/queues/{path:path}/messages",
     summary="List available messages in queue order",
+    description="A page at a time (keyset pagination on the lookup ID). Filters, all of which must "
+    "hold: part of the label, class, priority, arrival time, correlation ID; a page may then hold "
+    "fewer than `limit` messages only at the end.",
     responses=a.answers(
         a.ok({"messages": [MESSAGE_EXAMPLE], "next_after": None}), a.INVALID_PARAMETER, a.QUEUE_PATH
     ),
@@ -121,11 +125,46 @@ async def browse(
     ] = "0",
     limit: Annotated[int, Query(ge=1, le=1000, description="At most this many messages")] = 100,
     decode: DecodeParam = False,
+    label: Annotated[
+        str | None, Query(max_length=250, description="Only labels containing this, any case")
+    ] = None,
+    message_class: Annotated[int | None, Query(ge=0, le=65535, description="Only this class")] = None,
+    priority: Annotated[int | None, Query(ge=0, le=7, description="Only this priority")] = None,
+    arrived_after: Annotated[
+        AwareDatetime | None, Query(description="Only messages that arrived at or after this time")
+    ] = None,
+    arrived_before: Annotated[
+        AwareDatetime | None, Query(description="Only messages that arrived before this time")
+    ] = None,
+    correlation_id: Annotated[
+        str | None, Query(description="Only this correlation ID (20 bytes, base64)")
+    ] = None,
 ) -> MessagePage:
-    found = await gateway.reader.browse(path, parse_lookup_id(after), limit)
+    where = MessageFilter(
+        label=label,
+        message_class=message_class,
+        priority=priority,
+        arrived_after=arrived_after,
+        arrived_before=arrived_before,
+        correlation_id=None if correlation_id is None else _correlation(correlation_id),
+    )
+    found = await gateway.reader.browse(path, parse_lookup_id(after), limit, where)
     queue = canonical_queue(gateway, path)
     page = [MessageOut.of(message, queue, decode=decode) for message in found]
     return MessagePage(messages=page, next_after=page[-1].lookup_id if len(page) == limit else None)
+
+
+def _correlation(text: str) -> bytes:
+    try:
+        value = decode_base64(text)
+    except ValueError as error:
+        raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, f"correlation_id: {error}") from None
+    if len(value) != CORRELATION_ID_SIZE:
+        raise MqError(
+            MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+            f"correlation_id: a correlation ID has {CORRELATION_ID_SIZE} bytes, not {len(value)}",
+        )
+    return value
 
 
 @router.post(

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from app import answers as a
 from app.docs import OUTGOING_QUEUE_EXAMPLE
 from app.gateway import GatewayDep
+from app.parameters import INT32_MAX, OutgoingQueueId
 from app.schemas import OutgoingQueueOut, OutgoingQueuePage
 
 router = APIRouter(tags=["outgoing queues"])
@@ -27,7 +28,7 @@ async def list_outgoing(
     gateway: GatewayDep,
     after: Annotated[
         int,
-        Query(ge=0, le=2**31 - 1, description="Queue ID to continue after: the previous page's `next_after`"),
+        Query(ge=0, le=INT32_MAX, description="Queue ID to continue after: the previous page's `next_after`"),
     ] = 0,
     limit: Annotated[int, Query(ge=1, le=1000, description="At most this many queues")] = 100,
 ) -> OutgoingQueuePage:
@@ -46,7 +47,7 @@ async def list_outgoing(
     responses=a.answers(a.ok({"deleted": 7, "purged": 0}), ONE, a.OUTGOING_NOT_EMPTY),
 )
 async def delete_outgoing(
-    queue_id: int,
+    queue_id: OutgoingQueueId,
     gateway: GatewayDep,
     purge: Annotated[bool, Query(description="Purge its messages first instead of refusing")] = False,
 ) -> dict[str, int]:
@@ -58,7 +59,7 @@ async def delete_outgoing(
     summary="One outgoing queue",
     responses=a.answers(a.ok(OUTGOING_QUEUE_EXAMPLE), ONE),
 )
-async def show_outgoing(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
+async def show_outgoing(queue_id: OutgoingQueueId, gateway: GatewayDep) -> OutgoingQueueOut:
     return OutgoingQueueOut.of(await gateway.outgoing.get(queue_id))
 
 
@@ -67,7 +68,7 @@ async def show_outgoing(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
     summary="Stop sending to this destination; messages keep waiting (their TTRQ still runs)",
     responses=a.answers(a.ok(OUTGOING_QUEUE_EXAMPLE | {"state": "paused"}), ONE),
 )
-async def pause(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
+async def pause(queue_id: OutgoingQueueId, gateway: GatewayDep) -> OutgoingQueueOut:
     return OutgoingQueueOut.of(await gateway.outgoing.pause(queue_id))
 
 
@@ -76,7 +77,7 @@ async def pause(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
     summary="Send again, at once (also cuts a retry wait short)",
     responses=a.answers(a.ok(OUTGOING_QUEUE_EXAMPLE), ONE),
 )
-async def resume(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
+async def resume(queue_id: OutgoingQueueId, gateway: GatewayDep) -> OutgoingQueueOut:
     return OutgoingQueueOut.of(await gateway.outgoing.resume(queue_id))
 
 
@@ -85,5 +86,5 @@ async def resume(queue_id: int, gateway: GatewayDep) -> OutgoingQueueOut:
     summary="Drop the waiting messages (dead-lettered with class 0x8001 where they ask for it)",
     responses=a.answers(a.ok({"purged": 3}), ONE),
 )
-async def purge(queue_id: int, gateway: GatewayDep) -> dict[str, int]:
+async def purge(queue_id: OutgoingQueueId, gateway: GatewayDep) -> dict[str, int]:
     return {"purged": await gateway.outgoing.purge(queue_id)}

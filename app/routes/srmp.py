@@ -39,6 +39,13 @@ from storage.errors import DATABASE_ERRORS, is_unavailable
 
 router = APIRouter(tags=["srmp"])
 Outcome = Literal["stored", "duplicates", "stream_receipts", "stray_stream_receipts"]
+_METRIC_OUTCOMES: dict[Outcome, str] = {
+    "stored": "stored",
+    "duplicates": "duplicate",
+    "stream_receipts": "stream_receipt",
+    "stray_stream_receipts": "stray_stream_receipt",
+}
+"""Outcome -> the `outcome` label of msmqgw_srmp_requests_total."""
 log = logging.getLogger(__name__)
 
 _RETRY_LATER = {QuotaExceeded: HTTPStatus.SERVICE_UNAVAILABLE}
@@ -120,6 +127,7 @@ async def answer_srmp(scope: Scope, receive: Receive, gateway: Gateway) -> HTTPS
         status = HTTPStatus.SERVICE_UNAVAILABLE if is_unavailable(error) else HTTPStatus.INTERNAL_SERVER_ERROR
         return _refused(status, "the message store failed", path, gateway)
     setattr(gateway.srmp, outcome, getattr(gateway.srmp, outcome) + 1)
+    gateway.metrics.srmp(HTTPStatus.OK, _METRIC_OUTCOMES[outcome])
     return HTTPStatus.OK
 
 
@@ -164,6 +172,7 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> Outcome:
     )
     if timers.layout_mismatch:
         gateway.srmp.timer_layout_mismatches += 1
+        gateway.metrics.srmp_timer_layout_mismatches.inc()
         log.warning(
             "timer layout mismatch from %s (message %s): %s",
             envelope.msmq.source_qm_guid if envelope.msmq else "?",
@@ -250,8 +259,10 @@ def _local_queue(envelope: SrmpEnvelope, gateway: GatewayDep) -> str:
 def _refused(status: HTTPStatus, reason: str, path: str, gateway: Gateway) -> HTTPStatus:
     if status == HTTPStatus.BAD_REQUEST:
         gateway.srmp.refused += 1
+        gateway.metrics.srmp(status, "refused")
     else:
         gateway.srmp.retry_later += 1
+        gateway.metrics.srmp(status, "retry_later")
     log.info("SRMP POST to %s answered %d: %s", path, status, reason)
     return status
 

@@ -46,6 +46,12 @@ class ActionFailed(Exception):
 
 
 class ActionRunner(Protocol):
+    async def prepare(self, action: Action) -> None:
+        """Get ready to run `action` (an HTTP client made, a library imported) before the
+        caller starts timing the attempt: preparation must never eat into the action's time
+        limit, nor be what times out."""
+        ...
+
     async def run(self, action: Action, parameters: Parameters) -> None:
         """Run once; raise ActionFailed on failure. The caller bounds the time."""
         ...

@@ -27,6 +27,7 @@ IDS = {
     "{queue_id}": "999999",
     "{trigger}": "NoSuchTrigger",
     "{rule}": "NoSuchRule",
+    "{batch_id}": "NoSuchBatch",
 }
 
 _RULE: dict[str, Any] = {"json": {"name": "R", "action": {"url": "http://127.0.0.1/"}}}
@@ -70,6 +71,23 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
         404,
         "MQ_ERROR_QUEUE_NOT_FOUND",
     ),
+    ("DELETE", "/api/queues/{path}/messages/{lookup_id}"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("POST", "/api/queues/{path}/messages/move"): (
+        {"json": {"lookup_ids": ["1"], "to": "private$/other"}},
+        404,
+        "MQ_ERROR_QUEUE_NOT_FOUND",
+    ),
+    ("POST", "/api/queues/{path}/messages/resend"): (
+        {"json": {"all": True}},
+        404,
+        "MQ_ERROR_QUEUE_NOT_FOUND",
+    ),
+    ("GET", "/api/queues/{path}/messages/export"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("POST", "/api/queues/{path}/messages/import"): (
+        {"content": b'{"body_base64": ""}\n'},
+        404,
+        "MQ_ERROR_QUEUE_NOT_FOUND",
+    ),
     ("POST", "/api/locks/{tag}/commit"): ({}, 410, "MQ_ERROR_MESSAGE_ALREADY_RECEIVED"),
     ("POST", "/api/locks/{tag}/abort"): ({}, 410, "MQ_ERROR_MESSAGE_ALREADY_RECEIVED"),
     ("POST", "/api/transactions"): ({}, 0, ""),  # no error path: beginning always works
@@ -92,6 +110,9 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("POST", "/api/outgoing-queues/{queue_id}/resume"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("POST", "/api/outgoing-queues/{queue_id}/purge"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("GET", "/api/srmp/statistics"): ({}, 0, ""),  # no error path: counters of this process
+    ("GET", "/metrics"): ({}, 0, ""),  # no error path while the store is up
+    ("GET", "/livez"): ({}, 0, ""),  # never fails while the process answers
+    ("GET", "/readyz"): ({}, 0, ""),  # its 503 is tested in test_probes.py
     ("GET", "/api/rules"): ({}, 0, ""),  # no error path: listing always works
     ("POST", "/api/rules"): (_RULE, 400, "MQ_ERROR_INVALID_PARAMETER"),  # outside the (empty) allow-list
     ("GET", "/api/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
@@ -106,6 +127,8 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("POST", "/api/triggers/{trigger}/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     ("DELETE", "/api/triggers/{trigger}/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     ("GET", "/api/triggers/{trigger}/invocations"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/redrives/{batch_id}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("POST", "/api/redrives/{batch_id}/apply"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     # SRMP answers carry only a status, never a body (reference §2): tested in tests/compat.
     ("POST", "/msmq/{path}"): ({}, 0, ""),
     # The SOAP API answers SOAP faults, not problem+json: tested in tests/compat/test_soap_api.py.

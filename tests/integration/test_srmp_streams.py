@@ -92,7 +92,7 @@ async def test_stream_state_survives_a_restart(settings: Settings, clock: Settab
         application: FastAPI = create_app(settings, clock)
         async with application.router.lifespan_context(application):
             transport = httpx.ASGITransport(app=application)
-            async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
+            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
                 if steps[0][1]:  # the first session creates the queue
                     await create_queue(client, QUEUE, transactional=True)
                 for current, start in steps:

@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from app.settings import Settings
+from qm import streams
 from qm.outbound import Verdict, lease_needs_renewal, new_stream_id, outbound_target, retry_delay, verdict
 from qm.streams import StreamPosition, accepts, receipt_due
 from soap.ids import StreamId
@@ -134,6 +135,17 @@ def test_rewrites_apply_before_the_host_check() -> None:
 )
 def test_what_an_answer_means_to_the_sender(status: int | None, wanted: Verdict) -> None:
     assert verdict(status) is wanted
+
+
+@pytest.mark.parametrize(
+    ("failures", "seconds"),
+    [(0, 1), (1, 1), (2, 5), (3, 30), (4, 300), (5, 300), (6, 300), (1000, 300)],
+)
+def test_a_failed_stream_receipt_waits_its_step_of_the_schedule_then_the_last_one(
+    failures: int, seconds: float
+) -> None:
+    # An off-by-one here once raised IndexError on the fourth failed receipt.
+    assert streams.retry_delay(failures) == timedelta(seconds=seconds)
 
 
 def test_retries_back_off_exponentially_up_to_the_maximum() -> None:
