@@ -128,6 +128,9 @@ class Settings(BaseSettings):
     srmp_max_streams_per_sender: int = Field(
         1000, ge=1, description="Incoming SRMP streams one sender (stream ID GUID) may have at once"
     )
+    srmp_max_streams: int = Field(
+        100_000, ge=1, description="Incoming SRMP streams all senders together may have at once"
+    )
     srmp_stream_idle_s: float = Field(
         14 * 86400.0,
         gt=0,
@@ -254,6 +257,7 @@ class Settings(BaseSettings):
             retry_max_s=max(self.srmp_retry_max_s, self.srmp_retry_min_s),
             outgoing_lease_s=self.srmp_outgoing_lease_s,
             max_streams_per_sender=self.srmp_max_streams_per_sender,
+            max_streams=self.srmp_max_streams,
             stream_idle_s=self.srmp_stream_idle_s,
             outgoing_idle_s=self.srmp_outgoing_idle_s,
         )

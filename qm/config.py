@@ -34,6 +34,8 @@ class ManagerConfig:
     sweep_batch: int = 500
     max_streams_per_sender: int = 1000
     """Incoming SRMP streams one sender (the GUID of its stream IDs) may have at once."""
+    max_streams: int = 100_000
+    """Incoming SRMP streams all senders together may have at once."""
     stream_idle_s: float = 14 * 86400.0
     """Incoming stream state untouched this long, with nothing owed to its sender, is forgotten."""
     outgoing_idle_s: float = 86400.0

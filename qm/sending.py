@@ -132,7 +132,9 @@ class Sending:
             stream=None
             if arrival.stream is None
             else dataclasses.replace(
-                arrival.stream, max_streams_per_sender=self._qm.config.max_streams_per_sender
+                arrival.stream,
+                max_streams_per_sender=self._qm.config.max_streams_per_sender,
+                max_streams=self._qm.config.max_streams,
             ),
             queue_key=queue.path.key,
             queue_quota_kb=queue.settings.quota_kb,
@@ -144,7 +146,8 @@ class Sending:
             return None
         if result.outcome is EnqueueOutcome.STREAM_LIMIT_REACHED:
             raise QuotaExceeded(
-                "this sender has as many open streams as MSMQGW_SRMP_MAX_STREAMS_PER_SENDER allows",
+                "no room for another incoming stream (MSMQGW_SRMP_MAX_STREAMS_PER_SENDER, "
+                "MSMQGW_SRMP_MAX_STREAMS)",
                 machine=False,
             )
         if result.outcome is EnqueueOutcome.QUEUE_MANAGER_QUOTA_EXCEEDED:

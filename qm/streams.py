@@ -37,6 +37,9 @@ class StreamPosition:
     max_streams_per_sender: int | None = None
     """How many incoming streams `stream_sender` may have at once (None: no limit); set by the
     queue manager from its configuration."""
+    max_streams: int | None = None
+    """How many incoming streams all senders together may have (None: no limit): sender GUIDs
+    cost nothing to make up."""
 
 
 def stream_sender(stream_id: str) -> str:

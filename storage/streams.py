@@ -36,15 +36,18 @@ class SqlStreams:
         return None if row is None else StreamState(row.last_ordinal, row.first_unacknowledged_at)
 
     async def room_for_stream(self, connection: AsyncConnection, position: StreamPosition) -> bool:
-        """The stream's sender may open another one (StreamPosition.max_streams_per_sender).
+        """The stream's sender may open another one (StreamPosition.max_streams_per_sender), and
+        all senders together have fewer than StreamPosition.max_streams.
         Counted, then inserted by advance_stream: concurrent first messages of new streams from
         one sender may pass the limit by as many as arrive together."""
+        counted = sa.select(sa.func.count()).select_from(srmp_streams)
         limit = position.max_streams_per_sender
-        if limit is None:
-            return True
-        sender = streams.stream_sender(position.stream_id)
-        count = sa.select(sa.func.count()).select_from(srmp_streams).where(s.sender == sender)
-        return int((await connection.execute(count)).scalar_one()) < limit
+        if limit is not None:
+            sender = streams.stream_sender(position.stream_id)
+            if int((await connection.execute(counted.where(s.sender == sender))).scalar_one()) >= limit:
+                return False
+        total = position.max_streams
+        return total is None or int((await connection.execute(counted)).scalar_one()) < total
 
     async def forget_idle_streams(self, before: datetime, limit: int) -> int:
         """Delete up to `limit` streams untouched since `before` that owe their sender nothing

@@ -5,6 +5,7 @@ page, can be deleted, and are removed by housekeeping once empty and idle."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 from urllib.parse import quote
 
@@ -32,6 +33,7 @@ def settings(settings: Settings) -> Settings:
         update={
             "srmp_outbound_hosts": "remote.example",
             "srmp_max_streams_per_sender": 2,
+            "srmp_max_streams": 3,
             "srmp_stream_idle_s": 7 * DAY_S,
             "srmp_outgoing_idle_s": DAY_S,
         }
@@ -57,9 +59,8 @@ async def post_stream(client: httpx.AsyncClient, stream: StreamId, current: int 
     return response.status_code
 
 
-def other_sender() -> StreamId:
-    stream = new_stream_id()
-    return StreamId(StreamId.parse("uid:5b0c7e1a-2f3d-4c8e-9a61-0d4f2b7c8e93\\1").sender_qm, stream.sequence)
+def other_sender(index: int = 0) -> StreamId:
+    return StreamId(uuid.UUID(int=0x5B0C7E1A_2F3D_4C8E_9A61_0D4F2B7C8E93 + index), new_stream_id().sequence)
 
 
 async def test_a_sender_opens_at_most_the_configured_number_of_streams(client: httpx.AsyncClient) -> None:
@@ -71,6 +72,15 @@ async def test_a_sender_opens_at_most_the_configured_number_of_streams(client: h
     assert await post_stream(client, other_sender()) == 200  # other senders are not limited by it
     listed = json_of(await client.get(f"/api/queues/{QUEUE}/messages"))["messages"]
     assert len(listed) == 4
+
+
+async def test_all_senders_together_open_at_most_the_configured_number_of_streams(
+    client: httpx.AsyncClient,
+) -> None:
+    """Sender GUIDs cost nothing to make up: a total bounds them all."""
+    await create_queue(client, QUEUE, transactional=True)
+    assert [await post_stream(client, other_sender(index)) for index in range(3)] == [200, 200, 200]
+    assert await post_stream(client, other_sender(3)) == 503
 
 
 async def test_idle_stream_state_is_forgotten(
