@@ -17,7 +17,7 @@ from fastapi.routing import APIRoute
 from app import edge, errors, openapi
 from app.gateway import Gateway
 from app.housekeeping import background_tasks, supervise_on_demand
-from app.outbound.client import SrmpClient
+from app.outbound.client import SrmpClient, outbound_verification
 from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
 from app.routes import (
@@ -79,7 +79,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         await wakeups.start()
         manager = QueueManager(store, wakeups, clock or SystemClock(), settings.manager_config())
         await manager.start()
-        client = SrmpClient(settings.srmp_send_timeout_s)
+        client = SrmpClient(settings.srmp_send_timeout_s, outbound_verification(settings.outbound_ca_file))
         receipts = StreamReceiptSender(manager, client, settings.srmp_timer_mapping)
         outgoing_queues = OutgoingQueues(manager, process_name())
         app.state.gateway = Gateway(
