@@ -68,6 +68,12 @@ class Settings(BaseSettings):
         description="PEM CAs trusted for outbound HTTPS (SRMP sends, receipts, webhooks) instead of the "
         "default bundle; certificates are always verified",
     )
+    max_answer_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1,
+        description="Most message-body bytes in one answer: browse pages and receive batches stop there "
+        "(always at least one message)",
+    )
     max_wait_ms: int = Field(60_000, ge=0, description="Longest single receive/peek wait over HTTP")
     transaction_timeout_s: float = Field(60.0, gt=0, description="Idle transactions abort after this")
     cursor_idle_timeout_s: float = Field(300.0, gt=0, description="Idle cursors close after this")
