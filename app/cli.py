@@ -90,6 +90,7 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     port = arguments.port or settings.port
     settings = settings.model_copy(update={"host": host, "port": port})  # the receipts URL names the port
     OneWriteHttpToolsProtocol.limits = HttpLimits.of(settings)  # workers read the environment
+    tls = tls_options(settings)
     if arguments.workers > 1:
         # Each worker process builds its own app from the same MSMQGW_* environment; they share
         # the database (docs/performance.md: several workers).
@@ -104,6 +105,7 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
                 log_level=arguments.log_level,
                 http=OneWriteHttpToolsProtocol,
                 timeout_keep_alive=settings.http_keep_alive_s,
+                **tls,
             )
         return 0
     uvicorn.run(
@@ -114,8 +116,24 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
         log_level=arguments.log_level,
         http=OneWriteHttpToolsProtocol,
         timeout_keep_alive=settings.http_keep_alive_s,
+        **tls,
     )
     return 0
+
+
+def tls_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn's TLS options: HTTPS when a certificate is configured, client certificates
+    asked for (and checked against the client CAs) when those are configured."""
+    if not settings.tls_cert_file:
+        return {}
+    import ssl
+
+    options: dict[str, Any] = {"ssl_certfile": settings.tls_cert_file, "ssl_keyfile": settings.tls_key_file}
+    if settings.tls_client_ca_file:
+        options["ssl_ca_certs"] = settings.tls_client_ca_file
+        required = settings.tls_client_cert == "required"
+        options["ssl_cert_reqs"] = ssl.CERT_REQUIRED if required else ssl.CERT_OPTIONAL
+    return options
 
 
 def _migrate(settings: Settings, _arguments: argparse.Namespace) -> int:

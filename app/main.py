@@ -20,7 +20,7 @@ from app.housekeeping import background_tasks, supervise, supervise_on_demand
 from app.metrics import ProcessMetrics, exposition, forget_process
 from app.metrics_port import serve_metrics
 from app.observed import Observed, json_request_log
-from app.outbound.client import SrmpClient
+from app.outbound.client import SrmpClient, outbound_verification
 from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
 from app.routes import (
@@ -87,7 +87,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         await wakeups.start()
         manager = QueueManager(store, wakeups, clock or SystemClock(), settings.manager_config())
         await manager.start()
-        client = SrmpClient(settings.srmp_send_timeout_s)
+        client = SrmpClient(settings.srmp_send_timeout_s, outbound_verification(settings.outbound_ca_file))
         receipts = StreamReceiptSender(
             manager, client, settings.srmp_timer_mapping, app.state.metrics.stream_receipt
         )

@@ -8,6 +8,7 @@ the column they end up in, text against what both stores can hold.
   digits, or is above 2^64-1, is MQ_ERROR_INVALID_PARAMETER (400).
 - IDs kept in 32-bit columns (outgoing queues, trigger invocations, rule positions) are
   declared with their range, so one above 2^31-1 is a 400 like any other out-of-range value.
+- A JSON value of another type than the declared one is refused, not converted (`Strict`).
 - Text with a NUL character or a lone surrogate is refused (400): PostgreSQL cannot store a
   NUL in text and neither store can encode a lone surrogate, and SQLite and PostgreSQL must
   answer alike. URLs of /api/ are checked by `TextInUrl`, JSON bodies by `Strict` models.
@@ -95,9 +96,10 @@ def _refusal_within(value: Any, binary: bool = False) -> str | None:
 
 
 class Strict(BaseModel):
-    """A request body: no unknown fields, and no text the stores cannot hold."""
+    """A request body: no unknown fields, no value of another JSON type taken for the declared
+    one (`false` is not a quota of 0 KB, `0.0` not `false`), and no text the stores cannot hold."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     binary_text: ClassVar[frozenset[str]] = frozenset()
     """Fields stored as their UTF-8 bytes, not as text: a NUL is allowed there."""

@@ -54,6 +54,27 @@ class Settings(BaseSettings):
     max_connections: int = Field(
         1000, ge=1, description="Connections served at once; more are answered 503 and closed"
     )
+    tls_cert_file: str = Field(
+        "", description="PEM certificate (chain) `serve` presents: HTTPS instead of HTTP (with tls_key_file)"
+    )
+    tls_key_file: str = Field("", description="PEM private key of tls_cert_file")
+    tls_client_ca_file: str = Field(
+        "", description="PEM CAs whose client certificates are asked for and checked (HTTPS only)"
+    )
+    tls_client_cert: Literal["optional", "required"] = Field(
+        "optional", description="With tls_client_ca_file: optional (checked when sent) or required"
+    )
+    outbound_ca_file: str = Field(
+        "",
+        description="PEM CAs trusted for outbound HTTPS (SRMP sends, receipts, webhooks) instead of the "
+        "default bundle; certificates are always verified",
+    )
+    max_answer_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1,
+        description="Most message-body bytes in one answer: browse pages and receive batches stop there "
+        "(always at least one message)",
+    )
     max_wait_ms: int = Field(60_000, ge=0, description="Longest single receive/peek wait over HTTP")
     transaction_timeout_s: float = Field(60.0, gt=0, description="Idle transactions abort after this")
     cursor_idle_timeout_s: float = Field(300.0, gt=0, description="Idle cursors close after this")
@@ -216,6 +237,14 @@ class Settings(BaseSettings):
     redrive_interval_s: float = Field(
         5.0, gt=0, description="How often redrive batches staged by the pipeline are looked for and applied"
     )
+
+    @model_validator(mode="after")
+    def _tls_files_together(self) -> Settings:
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise ValueError("tls_cert_file and tls_key_file go together: give both or neither")
+        if self.tls_client_ca_file and not self.tls_cert_file:
+            raise ValueError("tls_client_ca_file needs tls_cert_file and tls_key_file (HTTPS)")
+        return self
 
     @model_validator(mode="after")
     def _send_fits_in_lease(self) -> Settings:

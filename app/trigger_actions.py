@@ -34,8 +34,9 @@ class HttpAndCommandRunner:
     """Checks the allow-list again at run time (settings may have changed since the rule
     was stored); never follows redirects (a redirect could leave the allow-list)."""
 
-    def __init__(self, allow_list: AllowList) -> None:
+    def __init__(self, allow_list: AllowList, ca_file: str = "") -> None:
         self._allow_list = allow_list
+        self._ca_file = ca_file
         self._client: httpx.AsyncClient | None = None
 
     async def close(self) -> None:
@@ -53,7 +54,10 @@ class HttpAndCommandRunner:
         if self._client is None:
             import httpx
 
-            self._client = httpx.AsyncClient(follow_redirects=False, timeout=None)
+            from app.outbound.client import outbound_verification
+
+            verify = outbound_verification(self._ca_file)
+            self._client = httpx.AsyncClient(follow_redirects=False, timeout=None, verify=verify)
         return self._client
 
     async def run(self, action: Action, parameters: Parameters) -> None:
@@ -122,7 +126,7 @@ class TriggerRuntime:
     def __init__(self, manager: QueueManager, store: Store, settings: Settings) -> None:
         allow_list = settings.trigger_allow_list()
         self.admin = TriggerAdmin(manager, store.triggers, allow_list)
-        self._runner = HttpAndCommandRunner(allow_list)
+        self._runner = HttpAndCommandRunner(allow_list, settings.outbound_ca_file)
         self.service = TriggerService(manager, store.triggers, self._runner, settings.trigger_config())
         self._task: asyncio.Task[None] | None = None
         if settings.triggers_enabled:

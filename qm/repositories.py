@@ -84,14 +84,30 @@ class MessageRepository(Protocol):
         since has a wake-up of its own). It only decides whether a wake-up is handed on."""
         ...
 
-    async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
-        """Receive (remove) up to `limit` available messages in queue order, in one statement."""
+    async def take_many(
+        self, queue: Queue, limit: int, now: datetime, max_bytes: int | None = None
+    ) -> list[Message]:
+        """Receive (remove) up to `limit` available messages in queue order, in one statement;
+        with `max_bytes`, only as many as fit in that many body bytes (always at least one)."""
         ...
 
     async def browse(
         self, queue_id: int, after: int, limit: int, now: datetime, where: MessageFilter = NO_FILTER
     ) -> list[Message]:
         """Available messages in queue order after a lookup ID, those `where` keeps."""
+        ...
+
+    async def browse_within(
+        self,
+        queue_id: int,
+        after: int,
+        limit: int,
+        now: datetime,
+        max_bytes: int,
+        where: MessageFilter = NO_FILTER,
+    ) -> tuple[list[Message], bool]:
+        """`browse`, stopping where the bodies would pass `max_bytes` (always at least one
+        message); True when it stopped before the end of the queue or at `limit`."""
         ...
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState: ...

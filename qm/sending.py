@@ -158,6 +158,7 @@ class Sending:
                 f"the quota of {queue.path.url_path} is reached"
                 + ("; the message went to the dead-letter queue" if dead_lettered else ""),
                 machine=False,
+                dead_lettered=dead_lettered,
             )
         assert result.lookup_id is not None
         return stored_message(result.lookup_id, result.message_id, new_message)

@@ -71,8 +71,10 @@ class SqlMessages:
     def may_have_more(self, queue_id: int) -> bool:
         return self.receiver.may_have_more(queue_id)
 
-    async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
-        return await self.receiver.take_many(queue, limit, now)
+    async def take_many(
+        self, queue: Queue, limit: int, now: datetime, max_bytes: int | None = None
+    ) -> list[Message]:
+        return await self.receiver.take_many(queue, limit, now, max_bytes)
 
     async def new_message_id(self) -> str:
         return await self._counters.new_message_id()
@@ -112,6 +114,27 @@ class SqlMessages:
         async with self._db.reading() as connection:
             found = (await connection.execute(statement, values)).mappings().all()
         return [rows.message_from_row(row) for row in found]
+
+    async def browse_within(
+        self,
+        queue_id: int,
+        after: int,
+        limit: int,
+        now: datetime,
+        max_bytes: int,
+        where: MessageFilter = NO_FILTER,
+    ) -> tuple[list[Message], bool]:
+        """Two reads: the sizes of the page's messages, then the rows of those that fit, so
+        bodies past the budget are never loaded."""
+        values = statements.available_values(queue_id, rows.to_us(now)) | {"after": after, "limit": limit}
+        sizes_read, browse = statements.FIRST_SIZES_READ, _BROWSE
+        if not where.empty:
+            sizes_read, browse = sizes_read.where(*_kept(where)), browse.where(*_kept(where))
+        async with self._db.reading() as connection:
+            sizes = (await connection.execute(sizes_read, values)).scalars().all()
+            count = statements.fitting(sizes, max_bytes)
+            found = (await connection.execute(browse, values | {"limit": count})).mappings().all()
+        return [rows.message_from_row(row) for row in found], count < len(sizes) or len(sizes) == limit
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState:
         statement = sa.select(m.state, m.ttbr_deadline).where(

@@ -106,9 +106,10 @@ async def send(path: str, request: Request, transaction: TransactionParam = None
 @send_router.get(
     "/api/queues/{path:path}/messages",
     summary="List available messages in queue order",
-    description="A page at a time (keyset pagination on the lookup ID). Filters, all of which must "
-    "hold: part of the label, class, priority, arrival time, correlation ID; a page may then hold "
-    "fewer than `limit` messages only at the end.",
+    description="A page at a time (keyset pagination on the lookup ID): at most `limit` messages, "
+    "stopping before its bodies pass MSMQGW_MAX_ANSWER_BYTES (at least one message); `next_after` "
+    "continues it, null at the end. Filters, all of which must hold: part of the label, class, "
+    "priority, arrival time, correlation ID.",
     responses=a.answers(
         a.ok({"messages": [MESSAGE_EXAMPLE], "next_after": None}), a.INVALID_PARAMETER, a.QUEUE_PATH
     ),
@@ -148,10 +149,11 @@ async def browse(
         arrived_before=arrived_before,
         correlation_id=None if correlation_id is None else _correlation(correlation_id),
     )
-    found = await gateway.reader.browse(path, parse_lookup_id(after), limit, where)
+    budget = gateway.settings.max_answer_bytes
+    found, more = await gateway.reader.browse_within(path, parse_lookup_id(after), limit, budget, where)
     queue = canonical_queue(gateway, path)
     page = [MessageOut.of(message, queue, decode=decode) for message in found]
-    return MessagePage(messages=page, next_after=page[-1].lookup_id if len(page) == limit else None)
+    return MessagePage(messages=page, next_after=page[-1].lookup_id if more and page else None)
 
 
 def _correlation(text: str) -> bytes:
@@ -172,7 +174,8 @@ def _correlation(text: str) -> bytes:
     summary="Receive the first message (waits up to timeout_ms)",
     description="Removes the first available message. With `two_phase=true` the message is locked "
     "instead and returned with a `lock_tag`: commit or abort it under /api/locks. With "
-    '`max_messages=N` up to N messages are removed at once, answered as `{"messages": [...]}`.',
+    '`max_messages=N` up to N messages are removed at once, answered as `{"messages": [...]}`, '
+    "and no more than fit in MSMQGW_MAX_ANSWER_BYTES of bodies (at least one).",
     responses=a.answers(RECEIVED, a.INVALID_PARAMETER, a.QUEUE_PATH, a.IN_TRANSACTION),
 )
 async def receive(
@@ -224,7 +227,8 @@ async def _receive_while_connected(
 async def _receive_batch(
     request: Request, gateway: Gateway, path: str, wait: int, max_messages: int, queue: str, decode: bool
 ) -> Response:
-    taken = await gateway.reader.receive_many(path, wait, max_messages, HangUp(request))
+    budget = gateway.settings.max_answer_bytes
+    taken = await gateway.reader.receive_many(path, wait, max_messages, HangUp(request), budget)
     if not taken:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
     return json_response({"messages": [message_fields(message, queue, decode=decode) for message in taken]})

@@ -203,7 +203,7 @@ async def _send_and_receive(url: str) -> bytes | None:
         await store.close()
 
 
-def test_0009b_folds_queue_keys_in_ascii_only(empty_database: EmptyDatabase) -> None:
+def test_0012_folds_queue_keys_in_ascii_only(empty_database: EmptyDatabase) -> None:
     """Keys stored under Unicode folding (`ß` as `ss`, the Kelvin sign as `k`) are recomputed,
     so the queues are found by their own names after the upgrade and no longer alias others."""
     upgrade(empty_database.url, "0008")

@@ -1,6 +1,6 @@
 """Queue keys folded in ASCII only; incoming streams counted per sender.
 
-Revision ID: 0009b
+Revision ID: 0012
 Revises: 0011
 Create Date: 2026-11-27
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009b"
+revision = "0012"
 down_revision = "0011"
 branch_labels = None
 depends_on = None
