@@ -96,7 +96,7 @@ async def test_outgoing_queues_agree_with_the_rest_api(app: FastAPI, client: htt
     for body in ("first", "second"):
         sent = await client.post(f"/api/queues/{remote}/messages", json={"body": body})
         assert sent.status_code == 201, sent.text
-    (outgoing,) = json_of(await client.get("/api/outgoing-queues"))
+    (outgoing,) = json_of(await client.get("/api/outgoing-queues"))["outgoing_queues"]
     paused = json_of(await client.post(f"/api/outgoing-queues/{outgoing['id']}/pause"))
 
     samples = await scrape(client)

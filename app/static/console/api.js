@@ -70,3 +70,15 @@ export const api = {
   upload: (path, file, contentType) => json("POST", path, { body: file, contentType }),
   blob: async (path, params) => (await send("GET", path, { params })).blob(),
 };
+
+// Every outgoing queue: the API answers them a page at a time, in id order.
+export async function allOutgoingQueues() {
+  const all = [];
+  let after = 0;
+  for (;;) {
+    const page = await api.get("outgoing-queues", { after, limit: 1000 });
+    all.push(...page.outgoing_queues);
+    if (page.next_after === null) return all;
+    after = page.next_after;
+  }
+}

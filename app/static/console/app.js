@@ -1,7 +1,7 @@
 // The console: a queue tree refreshed every 2 s, and one view at a time in <main>, chosen by
 // the URL's fragment (#/queue/PATH, #/message/PATH/ID, #/outgoing, #/triggers, #/new-queue).
 
-import { api, ApiError, signIn, signOut } from "./api.js";
+import { allOutgoingQueues, api, ApiError, signIn, signOut } from "./api.js";
 import { h, replace, number, bytes, toast } from "./dom.js";
 import { forget } from "./rights.js";
 import { state } from "./state.js";
@@ -86,7 +86,7 @@ async function refresh() {
   if (state.polling) return;
   state.polling = true;
   try {
-    const [queues, outgoing] = await Promise.all([api.get("queues"), api.get("outgoing-queues")]);
+    const [queues, outgoing] = await Promise.all([api.get("queues"), allOutgoingQueues()]);
     state.queues = queues;
     state.outgoing = outgoing;
     renderTree();

@@ -1,6 +1,6 @@
 // The other views: home, a new queue, outgoing queues, triggers and their invocations.
 
-import { api } from "./api.js";
+import { allOutgoingQueues, api } from "./api.js";
 import { h, replace, number, bytes, plural, time, toast, confirmAction } from "./dom.js";
 import { rightsOn, may } from "./rights.js";
 import { state, go, problem } from "./state.js";
@@ -52,7 +52,7 @@ export async function newQueueView(main) {
 }
 
 export async function outgoingView(main) {
-  const [outgoing, rights] = await Promise.all([api.get("outgoing-queues"), rightsOn(null)]);
+  const [outgoing, rights] = await Promise.all([allOutgoingQueues(), rightsOn(null)]);
   const act = (queue, action, text, detail) => async () => {
     if (!(await confirmAction(text, detail))) return;
     try {
