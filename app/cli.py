@@ -171,6 +171,24 @@ async def _queue_delete(manager: QueueManager, _reader: QueueReader, arguments: 
     return {"deleted": arguments.path, "messages_dropped": await manager.delete_queue(arguments.path)}
 
 
+async def _queue_unreachable(
+    manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace
+) -> Any:
+    """List, or with --delete ID remove, queues whose stored name no path can name any more."""
+    if arguments.delete is not None:
+        dropped = await manager.delete_unreachable_queue(arguments.delete)
+        return {"deleted": arguments.delete, "messages_dropped": dropped}
+    return [
+        {
+            "id": queue.id,
+            "name": queue.path.name,
+            "kind": queue.path.kind.value,
+            "messages": queue.message_count,
+        }
+        for queue in await manager.unreachable_queues()
+    ]
+
+
 async def _queue_purge(manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace) -> Any:
     return {"purged": await manager.purge_queue(arguments.path)}
 
@@ -231,6 +249,11 @@ def _queue_commands(actions: Any) -> None:
     create.add_argument("--journal", action="store_true")
     create.set_defaults(handler=_on_store(_queue_create))
     actions.add_parser("list", help="list queues").set_defaults(handler=_on_store(_queue_list))
+    unreachable = actions.add_parser(
+        "unreachable", help="list queues whose name no path can name (e.g. with '='), or delete one by ID"
+    )
+    unreachable.add_argument("--delete", type=int, metavar="ID", help="delete this one, with its messages")
+    unreachable.set_defaults(handler=_on_store(_queue_unreachable))
     for name, command, text in (
         ("show", _queue_show, "show a queue"),
         ("delete", _queue_delete, "delete a queue and its messages"),

@@ -40,9 +40,7 @@ async def _resend(manager: QueueManager, reader: QueueReader, arguments: argpars
         raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, "give lookup IDs or --all, not both")
     chosen = None if arguments.all else parse_lookup_ids(arguments.lookup_ids)
     resent = await Administration(manager, reader).resend_dead_letters(arguments.path, chosen)
-    found = {queue.id: queue.path.url_path for queue in await manager.list_queues()}
-    shown = [MovedOut.of(item, found.get(item.message.queue_id, "")) for item in resent]
-    return {"resent": [item.model_dump() for item in shown]}
+    return {"resent": [MovedOut.of(item.moved, item.queue.url_path).model_dump() for item in resent]}
 
 
 async def _export(manager: QueueManager, reader: QueueReader, arguments: argparse.Namespace) -> Any:

@@ -39,6 +39,9 @@ _UNSPECIFIED_ADDRESSES = frozenset({"", "0.0.0.0", "::"})
 
 JSON_TYPES = ("application/json", "+json")
 SOAP_TYPES = ("text/xml",)
+IMPORT_TYPES = ("application/x-ndjson", "application/jsonl", "application/json")
+"""An export file (JSON lines) as curl, the console and other tools label it; a form type is
+not among them, so a cross-site form cannot post one either."""
 CONNECTION_CLOSE = (b"connection", b"close")
 
 
@@ -211,8 +214,11 @@ class Edge:
             return None
         if path == "/soap":
             return SOAP_TYPES
-        if scope["method"] == "POST" and path.startswith("/api/queues/") and path.endswith(RAW_BODIES):
-            return None
+        if scope["method"] == "POST" and path.startswith("/api/queues/"):
+            if path.endswith("/messages"):
+                return None
+            if path.endswith("/messages/import"):  # capped by MSMQGW_MAX_IMPORT_BYTES in its route
+                return IMPORT_TYPES
         return JSON_TYPES
 
 
@@ -221,11 +227,6 @@ def _is_srmp(target: str, prefix: str) -> bool:
     if not target.startswith("/") and "://" in target:  # `http://host/msmq/...`
         target = "/" + target.split("://", 1)[1].partition("/")[2]
     return target.replace("\\", "/")[: len(prefix)].casefold() == prefix
-
-
-RAW_BODIES = ("/messages", "/messages/import")
-"""Endpoints that take a body of any type, read raw and capped by the route: a send, and an
-import's JSON lines (an export as it was written, `application/x-ndjson` or anything else)."""
 
 
 class ChunkedBody:

@@ -517,6 +517,11 @@ class QueueManagerUpdate(Strict):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"throttled": True}]})
 
 
+class OutgoingQueuePage(BaseModel):
+    outgoing_queues: list[OutgoingQueueOut] = Field(description="In queue ID order")
+    next_after: int | None = Field(description="Pass as `after` for the next page; null at the end")
+
+
 class OutgoingQueueOut(BaseModel):
     id: int = Field(description="The outgoing queue's number in /api/outgoing-queues/{queue_id}")
     format_name: str = Field(description="`DIRECT=HTTP://host/msmq/...`: what applications send to")

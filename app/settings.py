@@ -125,6 +125,20 @@ class Settings(BaseSettings):
     srmp_send_interval_s: float = Field(
         1.0, gt=0, description="How often due stream receipts and outgoing queues are looked at"
     )
+    srmp_max_streams_per_sender: int = Field(
+        1000, ge=1, description="Incoming SRMP streams one sender (stream ID GUID) may have at once"
+    )
+    srmp_max_streams: int = Field(
+        100_000, ge=1, description="Incoming SRMP streams all senders together may have at once"
+    )
+    srmp_stream_idle_s: float = Field(
+        14 * 86400.0,
+        gt=0,
+        description="Incoming stream state untouched this long, owing nothing, is forgotten",
+    )
+    srmp_outgoing_idle_s: float = Field(
+        86400.0, gt=0, description="An empty outgoing queue not attempted for this long is removed"
+    )
     wake_poll_interval_s: float = Field(
         1.0, gt=0, description="How soon a waiting receive notices a message sent by another process"
     )
@@ -242,6 +256,10 @@ class Settings(BaseSettings):
             retry_min_s=self.srmp_retry_min_s,
             retry_max_s=max(self.srmp_retry_max_s, self.srmp_retry_min_s),
             outgoing_lease_s=self.srmp_outgoing_lease_s,
+            max_streams_per_sender=self.srmp_max_streams_per_sender,
+            max_streams=self.srmp_max_streams,
+            stream_idle_s=self.srmp_stream_idle_s,
+            outgoing_idle_s=self.srmp_outgoing_idle_s,
         )
 
     def receipts_url(self) -> str:

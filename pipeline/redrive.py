@@ -257,6 +257,15 @@ def _applied_by(gateway: str, batch: str) -> str:
     )
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _path_key(pathname: str) -> str:
+    """queues.path_key of a path name: A-Z lowered and nothing else, as the gateway folds queue
+    names (qm.paths.ascii_fold, which the pipeline may not import)."""
+    return pathname.translate(_ASCII_LOWER)
+
+
 def resolve_targets(store: Store, paths: Sequence[str]) -> dict[str, Target]:
     """Every target queue must exist and take messages, or nothing is staged at all; the
     error names every one that does not (with what to do)."""
@@ -266,7 +275,7 @@ def resolve_targets(store: Store, paths: Sequence[str]) -> dict[str, Target]:
     for path in sorted(paths):
         pathname = path.strip().replace("/", "\\")
         query = "SELECT id, kind, journal_of FROM queues WHERE path_key = ?"
-        rows = store.execute(query, [pathname.casefold()])
+        rows = store.execute(query, [_path_key(pathname)])
         if not rows:
             missing.append(f"'{pathname}'")
             continue
@@ -290,7 +299,7 @@ def resolve_targets(store: Store, paths: Sequence[str]) -> dict[str, Target]:
 def require_queue(store: Store, path: str) -> str:
     """The `--queue` filter names a queue that exists (a typo would select nothing, silently)."""
     pathname = path.strip().replace("/", "\\")
-    found = store.execute("SELECT 1 FROM queues WHERE path_key = ?", [pathname.casefold()])
+    found = store.execute("SELECT 1 FROM queues WHERE path_key = ?", [_path_key(pathname)])
     store.commit()
     if not found:
         raise PipelineError(f"unknown queue '{pathname}'")

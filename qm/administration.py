@@ -54,6 +54,14 @@ class Imported:
     """Where it was in its file (0: unknown), for errors."""
 
 
+@dataclass(frozen=True, slots=True)
+class Resent:
+    """A dead letter sent back: the move, and the queue it went to."""
+
+    moved: Moved
+    queue: QueuePath
+
+
 class Administration:
     """Operations on chosen messages of a queue manager, by queue path."""
 
@@ -78,7 +86,7 @@ class Administration:
         moved = await self._qm.store.messages.move(source.id, lookup_ids, lambda m: _moved(m, target), now)
         return [dataclasses.replace(item, message=self._qm._as_read(item.message)) for item in moved]
 
-    async def resend_dead_letters(self, path_text: str, lookup_ids: Sequence[int] | None) -> list[Moved]:
+    async def resend_dead_letters(self, path_text: str, lookup_ids: Sequence[int] | None) -> list[Resent]:
         """Send the chosen dead letters (None: the first MAX_CHOSEN) back to their destination queues."""
         source = await self._qm.get_queue(path_text)
         if source.path.key not in DEAD_LETTER_QUEUES:
@@ -95,7 +103,8 @@ class Administration:
         )
         if any(queue.path.kind is QueueKind.OUTGOING for queue in targets.values()):
             self._qm.outbound_work.set()
-        return [dataclasses.replace(item, message=self._qm._as_read(item.message)) for item in moved]
+        read = [dataclasses.replace(item, message=self._qm._as_read(item.message)) for item in moved]
+        return [Resent(item, targets[item.old_lookup_id].path) for item in read]
 
     async def selected(self, path_text: str, lookup_ids: Sequence[int]) -> list[Message]:
         """The chosen messages, as peeked (an export of a selection): each must be there."""

@@ -113,6 +113,16 @@ class _Stopped(Exception):
         self.failed = failed
 
 
+class _Refused(_Stopped):
+    """The target's quota refused the message and it was dead-lettered again (it asks for
+    MQMSG_DEADLETTER): the new dead letter replaces the original, which must go, or the
+    message would be in the dead-letter queue twice."""
+
+    def __init__(self, reason: str, row: Redriven) -> None:
+        super().__init__(reason, True)
+        self.row = row
+
+
 class Redrives:
     """Applies staged redrive batches: on request (POST /api/redrives/{batch}/apply) and by
     the gateway's background pass. One batch at a time in this process; two processes
@@ -165,6 +175,11 @@ class Redrives:
             try:
                 for row in chunk:
                     done.append(await self._one(row, targets))
+            except _Refused as refused:  # dead-lettered again: that copy now stands for it
+                done.append(refused.row)
+                resent += await self._settle(batch.batch_id, done) - 1
+                await self._stop(batch, resent, refused)
+                return
             except _Stopped as stopped:
                 resent += await self._settle(batch.batch_id, done)
                 await self._stop(batch, resent, stopped)
@@ -201,6 +216,10 @@ class Redrives:
                 duplicate_key=duplicate_key(row.source_lookup_id),
             )
         except QuotaExceeded as error:
+            if error.dead_lettered:
+                replaced = Redriven(row.source_lookup_id, row.target_queue_id, 0)
+                reason = f"{error} (as NACK_Q_EXCEED_QUOTA, in place of dead letter {row.source_lookup_id})"
+                raise _Refused(reason, replaced) from error
             if error.machine:
                 throttled = f"the queue manager is throttled or its quota is reached ({error})"
                 raise _Stopped(throttled, False) from error

@@ -183,13 +183,24 @@ class StreamRepository(Protocol):
 
     async def stream_receipt_failed(self, stream_id: str, retry_at: datetime | None) -> None: ...
 
+    async def forget_idle_streams(self, before: datetime, limit: int) -> int:
+        """Delete up to `limit` incoming streams untouched since `before` that owe nothing."""
+        ...
+
 
 class OutgoingRepository(Protocol):
     """Outgoing queues: the gateway as an SRMP sender."""
 
     async def ensure_outgoing_queue(self, path: QueuePath, now: datetime) -> OutgoingQueue: ...
 
-    async def list_outgoing_queues(self) -> list[OutgoingQueue]: ...
+    async def list_outgoing_queues(self, after: int = 0, limit: int | None = None) -> list[OutgoingQueue]:
+        """In queue ID order, those with an ID above `after`; at most `limit` (None: all)."""
+        ...
+
+    async def remove_idle_outgoing_queues(self, before: datetime, now: datetime, limit: int) -> int:
+        """Delete up to `limit` outgoing queues holding no message, created and last attempted
+        before `before`, that no process holds a live lease on; return how many."""
+        ...
 
     async def get_outgoing_queue(self, queue_id: int) -> OutgoingQueue | None: ...
 

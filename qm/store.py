@@ -115,6 +115,10 @@ class EnqueueOutcome(enum.Enum):
     QUEUE_MANAGER_QUOTA_EXCEEDED = 2
     DUPLICATE = 4
     """A message ID seen within the duplicate window (SRMP, reference §1.7 step 9): not stored."""
+    STREAM_LIMIT_REACHED = 5
+    """The first message of a new SRMP stream from a sender that has as many incoming streams
+    as ManagerConfig.max_streams_per_sender allows, or when all senders together have
+    max_streams: not stored, the sender retries later."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,8 +52,29 @@ class SqlOutgoing:
         assert found is not None
         return found
 
-    async def list_outgoing_queues(self) -> list[OutgoingQueue]:
-        return await self._outgoing(q.kind == QueueKind.OUTGOING.value)
+    async def list_outgoing_queues(self, after: int = 0, limit: int | None = None) -> list[OutgoingQueue]:
+        return await self._outgoing(q.kind == QueueKind.OUTGOING.value, q.id > after, limit=limit)
+
+    async def remove_idle_outgoing_queues(self, before: datetime, now: datetime, limit: int) -> int:
+        """One DELETE, its conditions checked again on each row it removes: a message written
+        meanwhile keeps its queue (no message row is ever removed here)."""
+        before_us, now_us = rows.to_us(before), rows.to_us(now)
+        idle = sa.and_(
+            q.kind == QueueKind.OUTGOING.value,
+            q.message_count == 0,
+            q.created_at < before_us,
+            ~sa.exists().where(m.queue_id == q.id),
+            q.id.in_(
+                sa.select(o.queue_id).where(
+                    sa.or_(o.last_attempt_at.is_(None), o.last_attempt_at < before_us),
+                    sa.or_(o.owner.is_(None), o.lease_expires_at < now_us),
+                )
+            ),
+        )
+        candidates = sa.select(q.id).where(idle).order_by(q.id).limit(limit).scalar_subquery()
+        async with self._db.transaction() as connection:
+            gone = await connection.execute(sa.delete(queues).where(q.id.in_(candidates), idle))
+        return int(gone.rowcount)
 
     async def get_outgoing_queue(self, queue_id: int) -> OutgoingQueue | None:
         found = await self._outgoing(q.id == queue_id)
@@ -89,12 +110,15 @@ class SqlOutgoing:
                 .values(owner=None, lease_expires_at=None)
             )
 
-    async def _outgoing(self, *conditions: sa.ColumnElement[bool]) -> list[OutgoingQueue]:
+    async def _outgoing(
+        self, *conditions: sa.ColumnElement[bool], limit: int | None = None
+    ) -> list[OutgoingQueue]:
         statement = (
             sa.select(queues, outgoing_queues)
             .join(outgoing_queues, o.queue_id == q.id)
             .where(*conditions)
             .order_by(q.id)
+            .limit(limit)
         )
         async with self._db.engine.connect() as connection:
             found = (await connection.execute(statement)).mappings().all()

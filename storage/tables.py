@@ -238,11 +238,16 @@ srmp_streams = sa.Table(
     sa.Column("receipt_attempts", sa.Integer, nullable=False),
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Column("updated_at", sa.BigInteger, nullable=False),
+    sa.Column("sender", sa.String(200), nullable=True),
     sa.Index("ix_srmp_streams_receipt_due_at", "receipt_due_at"),
+    sa.Index("ix_srmp_streams_sender", "sender"),
+    sa.Index("ix_srmp_streams_updated_at", "updated_at"),
 )
 """Incoming SRMP streams (reference §4.2): the last accepted ordinal, written in the same commit
 as the message, and what the sender has been told. Kept after the queue goes: a sender may
-resume a stream after a long outage."""
+resume a stream after a long outage; forgotten after MSMQGW_SRMP_STREAM_IDLE_S untouched with
+nothing owed. `sender` (qm.streams.stream_sender, migration 0009) counts the streams of one
+sender against MSMQGW_SRMP_MAX_STREAMS_PER_SENDER."""
 
 outgoing_queues = sa.Table(
     "outgoing_queues",

@@ -139,13 +139,7 @@ async def move_messages(path: str, body: MoveIn, gateway: GatewayDep) -> MoveOut
 async def resend_dead_letters(path: str, body: ResendIn, gateway: GatewayDep) -> ResendOut:
     chosen = None if body.lookup_ids is None else parse_lookup_ids(body.lookup_ids)
     resent = await _administration(gateway).resend_dead_letters(path, chosen)
-    shown = {}
-    for item in resent:
-        queue_id = item.message.queue_id
-        if queue_id not in shown:
-            queue = await gateway.manager.store.queues.get_queue(queue_id)
-            shown[queue_id] = "" if queue is None else queue.path.url_path
-    return ResendOut(resent=[MovedOut.of(item, shown[item.message.queue_id]) for item in resent])
+    return ResendOut(resent=[MovedOut.of(item.moved, item.queue.url_path) for item in resent])
 
 
 @router.get(

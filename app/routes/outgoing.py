@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from app import answers as a
 from app.docs import OUTGOING_QUEUE_EXAMPLE
 from app.gateway import GatewayDep
-from app.parameters import OutgoingQueueId
-from app.schemas import OutgoingQueueOut
+from app.parameters import INT32_MAX, OutgoingQueueId
+from app.schemas import OutgoingQueueOut, OutgoingQueuePage
 
 router = APIRouter(tags=["outgoing queues"])
 ONE = (a.INVALID_PARAMETER, a.OUTGOING_NOT_FOUND)
@@ -17,11 +19,39 @@ ONE = (a.INVALID_PARAMETER, a.OUTGOING_NOT_FOUND)
 
 @router.get(
     "/api/outgoing-queues",
-    summary="Every outgoing queue (one per remote destination) with its delivery state",
-    responses=a.answers(a.ok([OUTGOING_QUEUE_EXAMPLE])),
+    summary="The outgoing queues (one per remote destination) with their delivery state, a page at a time",
+    responses=a.answers(
+        a.ok({"outgoing_queues": [OUTGOING_QUEUE_EXAMPLE], "next_after": None}), a.INVALID_PARAMETER
+    ),
 )
-async def list_outgoing(gateway: GatewayDep) -> list[OutgoingQueueOut]:
-    return [OutgoingQueueOut.of(outgoing) for outgoing in await gateway.outgoing.all()]
+async def list_outgoing(
+    gateway: GatewayDep,
+    after: Annotated[
+        int,
+        Query(ge=0, le=INT32_MAX, description="Queue ID to continue after: the previous page's `next_after`"),
+    ] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000, description="At most this many queues")] = 100,
+) -> OutgoingQueuePage:
+    page = await gateway.outgoing.page(after, limit)
+    return OutgoingQueuePage(
+        outgoing_queues=[OutgoingQueueOut.of(outgoing) for outgoing in page],
+        next_after=page[-1].queue.id if len(page) == limit else None,
+    )
+
+
+@router.delete(
+    "/api/outgoing-queues/{queue_id}",
+    summary="Delete an outgoing queue (made again by the next send to its destination)",
+    description="Refused with 409 MQ_ERROR_ILLEGAL_OPERATION while it holds messages, unless "
+    "`purge=true`: they are purged first (dead letters and NACKs, class 0x8001, where asked for).",
+    responses=a.answers(a.ok({"deleted": 7, "purged": 0}), ONE, a.OUTGOING_NOT_EMPTY),
+)
+async def delete_outgoing(
+    queue_id: OutgoingQueueId,
+    gateway: GatewayDep,
+    purge: Annotated[bool, Query(description="Purge its messages first instead of refusing")] = False,
+) -> dict[str, int]:
+    return {"deleted": queue_id, "purged": await gateway.outgoing.delete(queue_id, purge)}
 
 
 @router.get(

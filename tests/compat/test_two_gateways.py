@@ -73,7 +73,7 @@ class Pair:
     def outgoing_of_a(self) -> dict[str, dict[str, Any]]:
         response = self.a.api.get("/api/outgoing-queues")
         assert response.status_code == 200, response.text
-        return {queue["url"].casefold(): queue for queue in response.json()}
+        return {queue["url"].casefold(): queue for queue in response.json()["outgoing_queues"]}
 
     def restart_b(self) -> None:
         self.b = Server(self.b_database, B_SETTINGS, self.logs / "b.log", port=self.b.port)

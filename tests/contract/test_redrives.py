@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from qm.clock import SettableClock
 from qm.errors import MqErrorCode
 from qm.manager import QueueManager
-from qm.model import JournalFlags, MessageProperties, QueueSettings
+from qm.model import JournalFlags, MessageProperties, QueueChanges, QueueSettings
 from qm.reading import QueueReader
 from storage.store import SqlStore
 from tests.contract.support import WAIT_LIMIT_S, mq_error
@@ -43,7 +43,9 @@ def _engine(manager: QueueManager) -> AsyncEngine:
     return store.engine
 
 
-async def _dead_letters(manager: QueueManager, clock: SettableClock, priorities: list[int]) -> list[int]:
+async def _dead_letters(
+    manager: QueueManager, clock: SettableClock, priorities: list[int], body: bytes | None = None
+) -> list[int]:
     """Messages of these priorities sent to ORDERS (created if needed), expired into the
     dead-letter queue; the dead letters' lookup IDs."""
     if not await manager.list_queues() or ORDERS_KEY not in [
@@ -52,7 +54,7 @@ async def _dead_letters(manager: QueueManager, clock: SettableClock, priorities:
         await manager.create_queue(ORDERS, QueueSettings())
     for priority in priorities:
         properties = MessageProperties(
-            body=f"p{priority}".encode(),
+            body=body or f"p{priority}".encode(),
             label=f"priority {priority}",
             priority=priority,
             time_to_be_received=5,
@@ -169,3 +171,26 @@ async def test_a_receiver_waiting_in_another_process_is_woken(
     await applier.manager.redrives.apply(batch)
     woken = await asyncio.wait_for(waiting, WAIT_LIMIT_S)
     assert woken is not None and woken.properties.label == "priority 3"
+
+
+async def test_a_message_the_quota_refuses_is_dead_lettered_once(
+    manager: QueueManager, clock: SettableClock
+) -> None:
+    """Refused by the target's quota, a redriven message is dead-lettered again (it asks for
+    MQMSG_DEADLETTER): that copy replaces its original, so no message is there twice."""
+    engine = _engine(manager)
+    dead = await _dead_letters(manager, clock, [5, 5, 5], body=b"x" * 600)
+    await manager.update_queue(ORDERS, QueueChanges(quota_kb=1))  # room for one of them
+    failed = await manager.redrives.apply(await stage(engine, dead, ORDERS_KEY))
+    assert failed.status == "failed" and failed.resent_count == 1
+    assert failed.error is not None and "quota" in failed.error and "run the redrive again" in failed.error
+    copies = (
+        "SELECT m.label, m.message_class FROM messages m JOIN queues q ON q.id = m.queue_id "
+        "WHERE q.kind = 'system' AND q.name = 'deadletter' ORDER BY m.lookup_id"
+    )
+    async with engine.connect() as connection:
+        left = [tuple(row) for row in await connection.execute(sa.text(copies))]
+    assert left == [("priority 5", 0xC002), ("priority 5", 0x8003)]  # one not tried, one refused
+    assert await _drain(manager) == ["priority 5"]  # and one re-sent: three messages, once each
+    assert await scalar(engine, "SELECT count(*) FROM redrive_staging") == 0
+    assert await scalar(engine, TOTALS_DISAGREE) == 0

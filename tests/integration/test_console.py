@@ -3,8 +3,9 @@ and an operator's day in a real headless Chromium against a real gateway process
 store: create a queue, send through REST and watch the count change, open a message and
 decode its body, move it, export and import, purge with the confirmation, resend a dead letter.
 
-Screenshots go to the test's folder; with UPDATE_SCREENSHOTS=1 the SQLite run writes them to
-docs/images/ (docs/console.md shows them)."""
+The SQLite run saves screenshots in the test's folder (the PostgreSQL run shows the same screens
+and saves none); with UPDATE_SCREENSHOTS=1 it writes them to docs/images/ (docs/console.md
+shows them)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions
@@ -33,6 +35,7 @@ IMAGES = repository_root() / "docs" / "images"
 ORDERS = "private$/orders"
 RETRY = "private$/retry"
 DEADLETTER = "system$;deadletter"
+FAR = "DIRECT=HTTP://127.0.0.2:9/msmq/private$/far"
 
 
 # -- the page -------------------------------------------------------------------------
@@ -67,11 +70,12 @@ async def test_the_console_page_is_self_contained_under_a_strict_policy(client: 
 
 @pytest.fixture
 def gateway(database_url: str, tmp_path: Path) -> Iterator[GatewayProcess]:
-    server = GatewayProcess(
-        database_url,
-        {"MSMQGW_SWEEP_INTERVAL_S": "0.2", "MSMQGW_TRIGGERS_ENABLED": "false"},
-        tmp_path / "gw.log",
-    )
+    settings = {
+        "MSMQGW_SWEEP_INTERVAL_S": "0.2",
+        "MSMQGW_TRIGGERS_ENABLED": "false",
+        "MSMQGW_SRMP_OUTBOUND_HOSTS": "127.0.0.2:9",  # nothing listens there: its outgoing queue waits
+    }
+    server = GatewayProcess(database_url, settings, tmp_path / "gw.log")
     try:
         server.wait_ready()
         yield server
@@ -82,31 +86,41 @@ def gateway(database_url: str, tmp_path: Path) -> Iterator[GatewayProcess]:
 class Operator:
     """The console as a person uses it: clicks, and waits for what the page shows."""
 
-    def __init__(self, browser: Chromium, shots: Path, publish: bool) -> None:
+    def __init__(self, browser: Chromium, shots: Path | None, publish: bool) -> None:
         self.browser = browser
         self.driver = browser.driver
         self.shots = shots
+        """Where screenshots go; None: none are taken (the same screens on the other store)."""
         self.publish = publish
 
     def wait(self, condition: Any) -> Any:
         return WebDriverWait(self.driver, WAIT_S).until(condition)
 
     def click(self, css: str) -> WebElement:
-        element: WebElement = self.wait(expected_conditions.element_to_be_clickable((By.CSS_SELECTOR, css)))
-        element.click()
-        return element
+        """Click the element once it is there and clickable (found again if the page replaced it)."""
+
+        def clicked(driver: Any) -> WebElement | bool:
+            try:
+                clickable = expected_conditions.element_to_be_clickable((By.CSS_SELECTOR, css))
+                element: WebElement | bool = clickable(driver)
+                if not isinstance(element, WebElement):
+                    return False
+                element.click()
+                return element
+            except StaleElementReferenceException:
+                return False
+
+        found: WebElement = self.wait(clicked)
+        return found
 
     def text(self, css: str, text: str) -> str:
         return self.browser.wait_for_text(css, text)
 
     def count(self, queue: str, text: str) -> None:
         """The queue tree's count for `queue` (refreshed every 2 s) reads `text` first."""
-        self.wait(
-            lambda driver: any(
-                element.text.startswith(text)
-                for element in driver.find_elements(By.CSS_SELECTOR, f'[data-count-of="{queue}"]')
-            )
-        )
+        read = "return Array.from(document.querySelectorAll(arguments[0]), (e) => e.textContent)"
+        selector = f'[data-count-of="{queue}"]'
+        self.wait(lambda d: any(shown.startswith(text) for shown in d.execute_script(read, selector)))
 
     def confirm(self, question: str, shot: str | None = None) -> None:
         self.text("#confirm-text", question)
@@ -120,13 +134,16 @@ class Operator:
         self.text("#queue-title", queue)
 
     def shot(self, name: str) -> None:
+        if self.shots is None:
+            return
         path = self.browser.screenshot(self.shots / f"console-{name}.png")
         if self.publish:
             shutil.copy(path, IMAGES / path.name)
 
 
 def rest_send(gateway: GatewayProcess, queue: str, **message: Any) -> dict[str, Any]:
-    answer = httpx.post(f"{gateway.base_url}/api/queues/{quote(queue, safe='$/;')}/messages", json=message)
+    safe = "$;=" if queue.startswith("DIRECT=") else "$/;"  # a format name's slashes are encoded
+    answer = httpx.post(f"{gateway.base_url}/api/queues/{quote(queue, safe=safe)}/messages", json=message)
     assert answer.status_code == 201, answer.text
     sent: dict[str, Any] = answer.json()
     return sent
@@ -135,8 +152,9 @@ def rest_send(gateway: GatewayProcess, queue: str, **message: Any) -> dict[str, 
 def test_an_operators_day_in_the_console(
     chromium: Chromium, gateway: GatewayProcess, database_url: str, tmp_path: Path
 ) -> None:
-    publish = os.environ.get("UPDATE_SCREENSHOTS") == "1" and database_url.startswith("sqlite")
-    me = Operator(chromium, tmp_path / "screenshots", publish)
+    sqlite = database_url.startswith("sqlite")
+    publish = os.environ.get("UPDATE_SCREENSHOTS") == "1" and sqlite
+    me = Operator(chromium, tmp_path / "screenshots" if sqlite else None, publish)
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     me.driver.execute_cdp_cmd(
@@ -204,6 +222,35 @@ def test_an_operators_day_in_the_console(
     me.confirm(f"Resend 1 dead letter from {DEADLETTER} to the queues they were sent to?")
     me.count(DEADLETTER, "0 ·")
     me.count(ORDERS, "1 ·")
+
+    # Edit a queue's properties; delete a queue.
+    me.open_queue(ORDERS)
+    me.click("#show-edit")
+    me.click('#edit-form input[name="journal"]')
+    me.click('#edit-form button[type="submit"]')
+    me.confirm(f"Change the properties of {ORDERS}?")
+    me.text("main", "journal on")
+    me.open_queue(RETRY)
+    me.click("#delete-queue")
+    me.confirm(f"Delete queue {RETRY} and its 3 messages?")
+    me.wait(lambda driver: not driver.find_elements(By.CSS_SELECTOR, f'a[data-queue="{RETRY}"]'))
+
+    # Pause and resume an outgoing queue; a trigger and its (empty) invocation log.
+    rest_send(gateway, FAR, body="far away")
+    created = httpx.post(f"{gateway.base_url}/api/triggers", json={"name": "audit", "queue": ORDERS})
+    assert created.status_code == 201, created.text
+    me.text("#tree", "127.0.0.2:9")
+    me.click('a[href="#/outgoing"]')
+    me.click("#outgoing-table button.pause")
+    me.confirm("Pause sending to HTTP://127.0.0.2:9/msmq/private$/far?")
+    me.text("#outgoing-table", "paused")
+    me.shot("outgoing")
+    me.click("#outgoing-table button.resume")
+    me.confirm("Resume sending to HTTP://127.0.0.2:9/msmq/private$/far?")
+    me.wait(lambda driver: driver.find_elements(By.CSS_SELECTOR, "#outgoing-table button.pause"))
+    me.click('a[href="#/triggers"]')
+    me.click("#triggers-table a")
+    me.text("main", "No invocation yet.")
 
     assert chromium.hosts_requested() <= {"127.0.0.1"}
     assert not chromium.blocked_urls(), chromium.blocked_urls()

@@ -103,8 +103,9 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("GET", "/api/queue-manager"): ({}, 0, ""),  # no error path
     ("PATCH", "/api/queue-manager"): ({"json": {"quota_kb": -1}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
     ("GET", "/healthz"): ({}, 0, ""),  # no error path while the store is up
-    ("GET", "/api/outgoing-queues"): ({}, 0, ""),  # no error path
+    ("GET", "/api/outgoing-queues"): ({"params": {"limit": 0}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
     ("GET", "/api/outgoing-queues/{queue_id}"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("DELETE", "/api/outgoing-queues/{queue_id}"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("POST", "/api/outgoing-queues/{queue_id}/pause"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("POST", "/api/outgoing-queues/{queue_id}/resume"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("POST", "/api/outgoing-queues/{queue_id}/purge"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),

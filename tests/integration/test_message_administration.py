@@ -22,6 +22,7 @@ from tests.integration.support import (
     create_queue,
     json_of,
     message_count,
+    observe_wakeups,
     send,
 )
 
@@ -31,6 +32,7 @@ ORDERS = "private$/orders"
 TARGET = "private$/target"
 DEADLETTER = "system$;deadletter"
 MAX_IMPORT_BYTES = 64 * 1024
+NDJSON = {"Content-Type": "application/x-ndjson"}
 
 
 @pytest.fixture
@@ -167,11 +169,12 @@ async def test_move_between_transactional_queues(client: httpx.AsyncClient) -> N
     assert taken["message_id"] == sent["b"]["message_id"]
 
 
-async def test_a_move_wakes_a_receiver_waiting_on_the_target(client: httpx.AsyncClient) -> None:
+async def test_a_move_wakes_a_receiver_waiting_on_the_target(client: httpx.AsyncClient, app: FastAPI) -> None:
     sent = await sent_three(client)
     await create_queue(client, TARGET)
+    wakeups = observe_wakeups(app)
     waiting = asyncio.create_task(client.post(f"/api/queues/{TARGET}/receive", params={"timeout_ms": 20000}))
-    await asyncio.sleep(0)  # let the receive start; it is woken by the move, not found by this
+    await wakeups.until_waiting()  # blocked on the empty queue: only a wake-up brings the message
     chosen = {"lookup_ids": [sent["c"]["lookup_id"]], "to": TARGET}
     json_of(await client.post(messages_url(ORDERS, "/move"), json=chosen))
     assert json_of(await asyncio.wait_for(waiting, 10))["body"] == "c"
@@ -258,9 +261,7 @@ async def test_export_writes_json_lines_with_base64_bodies_and_import_restores_t
     await create_queue(client, TARGET)
     payload = "".join(json.dumps(line) + "\n" for line in exported).encode()
     answer = json_of(
-        await client.post(
-            messages_url(TARGET, "/import"), content=payload, headers={"Content-Type": "application/x-ndjson"}
-        ),
+        await client.post(messages_url(TARGET, "/import"), content=payload, headers=NDJSON),
         201,
     )
     assert answer == {"queue": TARGET, "imported": 2}
@@ -298,7 +299,9 @@ async def test_an_import_with_one_bad_line_stores_nothing(client: httpx.AsyncCli
         "no lines": ("\n\n", "no message"),
     }
     for name, (payload, where) in cases.items():
-        response = await client.post(messages_url(ORDERS, "/import"), content=payload.encode())
+        response = await client.post(
+            messages_url(ORDERS, "/import"), content=payload.encode(), headers=NDJSON
+        )
         problem = assert_problem(response, 400, problem_code(name))
         assert where in problem["detail"], (name, problem)
     assert await totals(client, ORDERS) == (0, 0)
@@ -313,12 +316,14 @@ async def test_an_import_is_bounded_and_goes_to_writable_queues_only(client: htt
     limit = MAX_IMPORT_BYTES
     line = json.dumps({"body_base64": base64.b64encode(b"z" * (MAX_BODY_BYTES // 2)).decode()}) + "\n"
     payload = (line * (limit // len(line) + 2)).encode()
-    response = await client.post(messages_url(ORDERS, "/import"), content=payload)
+    response = await client.post(messages_url(ORDERS, "/import"), content=payload, headers=NDJSON)
     assert_problem(response, 413, "MQ_ERROR_INSUFFICIENT_RESOURCES")
-    response = await client.post(messages_url(DEADLETTER, "/import"), content=line.encode())
+    response = await client.post(messages_url(DEADLETTER, "/import"), content=line.encode(), headers=NDJSON)
     assert_problem(response, 403, "MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION")
     await create_queue(client, "private$/small", quota_kb=1)
-    response = await client.post(messages_url("private$/small", "/import"), content=(line * 4).encode())
+    response = await client.post(
+        messages_url("private$/small", "/import"), content=(line * 4).encode(), headers=NDJSON
+    )
     assert_problem(response, 507, "MQ_ERROR_INSUFFICIENT_RESOURCES")
     assert await totals(client, ORDERS) == (0, 0)
     assert await totals(client, "private$/small") == (0, 0)

@@ -119,10 +119,18 @@ def _report(database_url: str, archive: Path, out: Path, history: History) -> No
         "expiries": per_queue,
         "dead_letters": per_queue,
     }
+    summary = report["summary"]
+    assert summary["totals"]["dead_letters"] == history.dead_letters
+    assert summary["totals"]["receives"] == history.journaled_old + history.journaled_recent
+    assert (summary["archived_rows"], summary["resolution"]) == (history.archivable, "day")
+    assert report["warnings"] == []
+    assert [run["status"] for run in report["archive_runs"]] == ["deleted"]
+    labels = {row["value"]: row["dead_letters"] for row in report["top_dead_letter_labels"]}
+    assert labels == {"private$/orders expiring #": per_queue, "private$/billing expiring #": per_queue}
     classes = {(row["class_name"], row["class_hex"]) for row in report["dead_letters_by_class"]}
     assert classes == {("NACK_RECEIVE_TIMEOUT", "0xC002")}
     page = (out / "report.html").read_text()
-    assert "<svg" in page and "private$\\orders" in page
+    assert "<svg" in page and "private$\\orders" in page and "No warnings" in page
     assert "<script" not in page and "src=" not in page and "href=" not in page  # opens offline
     assert (out / "daily.parquet").is_file()
     assert not (out / "_staging").exists()  # the live export (every body) is not left behind

@@ -70,7 +70,7 @@ export async function outgoingView(main) {
     h("td", { class: "num" }, number(queue.delivered_count)),
     h("td", {}, queue.last_error || "—"),
     h("td", {}, time(queue.next_attempt_at) || "—"),
-    h("td", {}, may(rights, "manage-outgoing") ? [
+    h("td", { class: "buttons" }, may(rights, "manage-outgoing") ? [
       queue.state === "paused"
         ? h("button", { class: "resume", onclick: act(queue, "resume", `Resume sending to ${queue.url}?`, "Its messages are sent at once.") }, "Resume")
         : h("button", { class: "pause", onclick: act(queue, "pause", `Pause sending to ${queue.url}?`, "Messages keep waiting; their time to reach queue still runs.") }, "Pause"),
