@@ -75,6 +75,8 @@ def text_refused(text: str, binary: bool = False) -> str | None:
     message body), where a NUL is just a byte."""
     if not binary and "\x00" in text:
         return "contains a NUL character (U+0000)"
+    if text.isascii():  # the usual case, without encoding it
+        return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -95,6 +97,9 @@ def _refusal_within(value: Any, binary: bool = False) -> str | None:
     return None
 
 
+_NOT_TEXT = frozenset({int, bool, float})
+
+
 class StorableText(BaseModel):
     """Input with no text the stores cannot hold (an import line: lenient otherwise)."""
 
@@ -105,6 +110,8 @@ class StorableText(BaseModel):
     def _storable_text(self) -> StorableText:
         # One pass after validation (nested Strict models check their own fields).
         for name, value in self.__dict__.items():
+            if value is None or value.__class__ in _NOT_TEXT:
+                continue  # most fields: a send checks some twenty per message
             refused = _refusal_within(value, name in self.binary_text)
             if refused is not None:
                 raise ValueError(f"{name} {refused}")
