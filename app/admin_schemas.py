@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from app.parameters import Strict, parse_lookup_id
+from app.parameters import StorableText, Strict, parse_lookup_id
 from app.schemas import DeliveryName, Uint32, decode_base64, message_fields
 from qm.administration import MAX_CHOSEN, Imported
 from qm.errors import MqError, MqErrorCode
@@ -108,7 +108,7 @@ def export_line(message: Message, queue: str) -> dict[str, Any]:
     return fields
 
 
-class ImportLine(BaseModel):
+class ImportLine(StorableText):
     """One line of an import file, as an export writes it; fields an export writes that an
     import does not take (lookup ID, queue, arrival time, ...) are ignored."""
 
@@ -178,7 +178,7 @@ def parse_import(payload: bytes) -> list[Imported]:
             continue
         try:
             batch.append(ImportLine.model_validate(json.loads(line)).imported(number))
-        except (ValueError, UnicodeDecodeError) as error:
+        except (ValueError, UnicodeDecodeError, RecursionError) as error:
             raise MqError(
                 MqErrorCode.MQ_ERROR_INVALID_PARAMETER, f"line {number}: {_reason(error)}"
             ) from None
@@ -197,4 +197,6 @@ def _reason(error: Exception) -> str:
         )
     if isinstance(error, json.JSONDecodeError):
         return f"not JSON: {error.msg}"
+    if isinstance(error, RecursionError):
+        return "not JSON: nested too deep"
     return str(error)

@@ -213,7 +213,7 @@ _TOO_LARGE = _edge_problem(
 def _edge_answers(document: dict[str, Any]) -> None:
     """What `app.edge` answers before any route (docs/security.md): a foreign Host on every
     operation; on operations with a JSON request body, a body of another type or over the
-    administrative cap; on an import, a body that is not JSON lines."""
+    administrative cap."""
     for path, operations in document["paths"].items():
         for operation in operations.values():
             responses = operation.setdefault("responses", {})
@@ -222,5 +222,3 @@ def _edge_answers(document: dict[str, Any]) -> None:
             if "application/json" in body and "multipart/related" not in body and path != "/soap":
                 responses.setdefault("415", copy.deepcopy(_NOT_JSON))
                 responses.setdefault("413", copy.deepcopy(_TOO_LARGE))
-            elif "application/x-ndjson" in body:  # an import: its own cap, answered by its route
-                responses.setdefault("415", copy.deepcopy(_NOT_JSON))

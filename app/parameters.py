@@ -75,6 +75,8 @@ def text_refused(text: str, binary: bool = False) -> str | None:
     message body), where a NUL is just a byte."""
     if not binary and "\x00" in text:
         return "contains a NUL character (U+0000)"
+    if text.isascii():  # the usual case, without encoding it
+        return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -95,23 +97,32 @@ def _refusal_within(value: Any, binary: bool = False) -> str | None:
     return None
 
 
-class Strict(BaseModel):
-    """A request body: no unknown fields, no value of another JSON type taken for the declared
-    one (`false` is not a quota of 0 KB, `0.0` not `false`), and no text the stores cannot hold."""
+_NOT_TEXT = frozenset({int, bool, float})
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+
+class StorableText(BaseModel):
+    """Input with no text the stores cannot hold (an import line: lenient otherwise)."""
 
     binary_text: ClassVar[frozenset[str]] = frozenset()
     """Fields stored as their UTF-8 bytes, not as text: a NUL is allowed there."""
 
     @model_validator(mode="after")
-    def _storable_text(self) -> Strict:
+    def _storable_text(self) -> StorableText:
         # One pass after validation (nested Strict models check their own fields).
         for name, value in self.__dict__.items():
+            if value is None or value.__class__ in _NOT_TEXT:
+                continue  # most fields: a send checks some twenty per message
             refused = _refusal_within(value, name in self.binary_text)
             if refused is not None:
                 raise ValueError(f"{name} {refused}")
         return self
+
+
+class Strict(StorableText):
+    """A request body: no unknown fields, no value of another JSON type taken for the declared
+    one (`false` is not a quota of 0 KB, `0.0` not `false`), and no text the stores cannot hold."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def _url_refusal(scope: Scope) -> str | None:

@@ -65,6 +65,13 @@ IMPORT_TOO_LARGE = a.Problem(
     "the request body has 70000000 bytes or more; at most 67108864 are accepted",
     HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
 )
+IMPORT_UNREADABLE = a.Problem(
+    MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+    "a body of type 'text/plain' is not read here; send application/x-ndjson or application/jsonl "
+    "or application/json",
+    HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+)
+"""The edge reads an import's body only as JSON lines (app/edge.py, IMPORT_TYPES)."""
 EXPORT_LINE_EXAMPLE = {name: value for name, value in MESSAGE_EXAMPLE.items() if name not in EXPORT_LEFT_OUT}
 EXPORTED: a.Success = {
     200: {
@@ -199,6 +206,7 @@ async def _encoded(messages: AsyncIterator[Message], queue: str) -> AsyncIterato
         a.QUEUE_PATH,
         a.READ_ONLY,
         IMPORT_TOO_LARGE,
+        IMPORT_UNREADABLE,
         QUOTA,
     ),
 )

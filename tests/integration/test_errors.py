@@ -84,7 +84,7 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ),
     ("GET", "/api/queues/{path}/messages/export"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("POST", "/api/queues/{path}/messages/import"): (
-        {"content": b'{"body_base64": ""}\n'},
+        {"content": b'{"body_base64": ""}\n', "headers": {"content-type": "application/x-ndjson"}},
         404,
         "MQ_ERROR_QUEUE_NOT_FOUND",
     ),

@@ -28,6 +28,10 @@ def _json(text: str) -> dict[str, Any]:
     return {"content": text.encode(), "headers": JSON}
 
 
+def _lines(text: str) -> dict[str, Any]:
+    return {"content": text.encode() + b"\n", "headers": {"content-type": "application/x-ndjson"}}
+
+
 DEEP = "[" * 5000 + "]" * 5000
 LONG_INTEGER = "9" * 4301  # over Python's 4,300-digit limit for int(text)
 
@@ -47,6 +51,8 @@ REFUSED: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", f"/api/outgoing-queues/{ABOVE_INT32}/resume", {}),
     ("POST", f"/api/outgoing-queues/{ABOVE_INT32}/purge", {}),
     ("GET", f"/api/outgoing-queues/{LONG_INTEGER}", {}),
+    ("GET", f"/api/outgoing-queues?after={ABOVE_INT32}", {}),
+    ("DELETE", f"/api/outgoing-queues/{ABOVE_INT32}", {}),
     ("GET", f"/api/triggers/t/invocations?after={ABOVE_INT32}", {}),
     ("POST", f"/api/triggers/t/rules/r?position={ABOVE_INT32}", {}),
     # NUL as (or in) an ID or a queue path
@@ -75,6 +81,13 @@ REFUSED: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", f"{QUEUE}/messages", _json(DEEP)),
     ("POST", f"{QUEUE}/messages", _json(f'{{"body": "x", "priority": {LONG_INTEGER}}}')),
     ("POST", f"{QUEUE}/messages", {"content": b"raw", "headers": {"x-msmq-label": "a%00b"}}),
+    # an import's lines
+    ("POST", f"{QUEUE}/messages/import", _lines('{"body_base64": "", "label": "a\\u0000b"}')),
+    ("POST", f"{QUEUE}/messages/import", _lines('{"body_base64": "", "label": "\\ud800"}')),
+    ("POST", f"{QUEUE}/messages/import", _lines(DEEP)),
+    ("POST", f"{QUEUE}/messages/import", _lines(f'{{"body_base64": "", "priority": {LONG_INTEGER}}}')),
+    ("DELETE", f"{QUEUE}/messages/{ABOVE_UINT64}", {}),
+    ("GET", f"{QUEUE}/messages/export?lookup_id=²", {}),
     # a JSON value of another type is not converted (schemathesis: `false` became a 0 KB quota)
     ("PATCH", "/api/queue-manager", _json('{"quota_kb": false}')),
     ("PATCH", "/api/queue-manager", _json('{"throttled": 0.0}')),
