@@ -43,6 +43,7 @@ IMPORT_TYPES = ("application/x-ndjson", "application/jsonl", "application/json")
 """An export file (JSON lines) as curl, the console and other tools label it; a form type is
 not among them, so a cross-site form cannot post one either."""
 CONNECTION_CLOSE = (b"connection", b"close")
+_HOSTS_REMEMBERED = 256
 
 
 def allowed_hosts(settings: Settings) -> frozenset[str] | None:
@@ -97,7 +98,7 @@ def type_accepted(media: str, accepted: tuple[str, ...]) -> bool:
     return any(media == kind or (kind.startswith("+") and media.endswith(kind)) for kind in accepted)
 
 
-@dataclass
+@dataclass(slots=True)
 class Head:
     """The request headers the checks read, found in one pass."""
 
@@ -139,6 +140,8 @@ class Edge:
         self._hosts = allowed_hosts(settings)
         self._srmp_prefix = f"/{settings.srmp_virtual_directory.strip('/')}/".casefold()
         self._admin_limit = settings.max_admin_body_bytes
+        self._host_verdicts: dict[bytes | None, bool] = {}
+        """Whether a `Host` value names the gateway, per value seen: clients repeat theirs."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -168,15 +171,28 @@ class Edge:
         refusal = self.misdirected_or_cross_site(scope, head)
         if refusal is not None:
             return refusal
+        unsafe = scope["method"] not in SAFE_METHODS
+        over_admin_limit = (head.content_length or 0) > self._admin_limit
+        if not (over_admin_limit or (unsafe and (head.content_type is not None or head.has_body))):
+            return None  # most requests: nothing more to look at
         accepted = self.accepted_types(scope)
-        if accepted == JSON_TYPES and (head.content_length or 0) > self._admin_limit:
+        if accepted == JSON_TYPES and over_admin_limit:
             return _too_large(head.content_length or 0, self._admin_limit)
-        return None if scope["method"] in SAFE_METHODS else self.unreadable_type(head, accepted)
+        return self.unreadable_type(head, accepted) if unsafe else None
+
+    def host_named(self, host: bytes | None) -> bool:
+        verdict = self._host_verdicts.get(host)
+        if verdict is None:
+            if len(self._host_verdicts) >= _HOSTS_REMEMBERED:  # the values are the clients' choice
+                self._host_verdicts.clear()
+            name = split_host((host or b"").decode("latin-1"))[0]
+            verdict = self._host_verdicts[host] = self._hosts is None or name in self._hosts
+        return verdict
 
     def misdirected_or_cross_site(self, scope: Scope, head: Head) -> tuple[MqError, HTTPStatus] | None:
         host, origin, fetch_site = head.host, head.origin, head.fetch_site
-        host_text = (host or b"").decode("latin-1")
-        if self._hosts is not None and split_host(host_text)[0] not in self._hosts:
+        if not self.host_named(host):
+            host_text = (host or b"").decode("latin-1")
             return _error(
                 MqErrorCode.MQ_ERROR_ACCESS_DENIED,
                 f"Host {host_text!r} is not a name of this gateway (MSMQGW_ALLOWED_HOSTS)",
@@ -186,6 +202,7 @@ class Edge:
             return None
         if fetch_site is not None and fetch_site.strip().lower() not in _SAME_ORIGIN_FETCHES:
             return _cross_site(f"Sec-Fetch-Site: {fetch_site.decode('latin-1')}")
+        host_text = (host or b"").decode("latin-1")
         if origin is not None and not same_origin(origin.decode("latin-1"), host_text, scope["scheme"]):
             return _cross_site(f"Origin: {origin.decode('latin-1')}")
         return None
