@@ -111,7 +111,8 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         tasks.append(asyncio.create_task(redrive_pass, name="redrives"))
         app.state.triggers = TriggerRuntime(manager, store, settings)
         app.state.trigger_admin = app.state.triggers.admin
-        app.state.operations = observe(app, store, tasks)
+        trigger_task = app.state.triggers.task
+        app.state.operations = observe(app, store, [*tasks, *([trigger_task] if trigger_task else [])])
         metrics_server = await separate_metrics_port(settings, app.state.operations)
         settle_heap()
         try:

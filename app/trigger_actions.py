@@ -131,7 +131,14 @@ class TriggerRuntime:
         self._task: asyncio.Task[None] | None = None
         if settings.triggers_enabled:
             refresh = settings.trigger_refresh_interval_s
-            self._task = asyncio.create_task(supervise("triggers", self.service.refresh, refresh))
+            self._task = asyncio.create_task(
+                supervise("triggers", self.service.refresh, refresh), name="triggers"
+            )
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        """The supervised trigger service, None when it is turned off (readiness looks at it)."""
+        return self._task
 
     async def close(self) -> None:
         if self._task is not None:

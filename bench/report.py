@@ -140,6 +140,10 @@ def _metrics_targets(
             sum(row["per_s"] for row in runs if row), 1e-9
         )
         add(store, "end to end with /metrics every 1 s / without >= 0.95", round(ratio, 3), ratio >= 0.95)
+    few = _find(rows, store, "/metrics scrape, before seeding")
+    if few is not None:
+        share = few["gateway_cpu_ms_per_scrape"] / 1000
+        add(store, "/metrics every 1 s: share of one core the scrapes take < 0.05", share, share < 0.05)
     many = _find(rows, store, "/metrics scrape, 10,000 queues more")
     if many is not None:
         add(

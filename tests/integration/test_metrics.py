@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.settings import Settings
 from tests.compat.vectors import load
 from tests.integration.support import json_of
+from tests.srmp_messages import new_stream_id, stream_request
 
 pytestmark = pytest.mark.anyio
 
@@ -170,6 +171,41 @@ async def test_srmp_requests_are_counted_by_status_and_outcome(client: httpx.Asy
         == 1
     )
     assert value(samples, "msmqgw_http_request_duration_seconds_count", family="srmp") == 3
+
+
+async def test_srmp_retries_and_timer_layout_mismatches_are_counted(client: httpx.AsyncClient) -> None:
+    await client.post("/api/queues", json={"path": "private$/orders", "quota_kb": 0})
+    await client.post("/api/queues", json={"path": "private$/orders_tx", "transactional": True})
+    vector = load("01-express-basic")
+    full = await client.post(
+        "/msmq/private$/orders",
+        content=vector.request.body,
+        headers={"content-type": vector.content_type or ""},
+    )
+    assert full.status_code == 503  # the queue's quota: the sender retries later
+    # <expiresAt> (read as the TTRQ deadline) later than <TTrq> (the TTBR deadline): the other layout
+    content_type, body = stream_request(
+        "http://localhost/msmq/private$/orders_tx",
+        new_stream_id(),
+        1,
+        expires_after_s=7200,
+        ttrq_after_s=3600,
+    )
+    swapped = await client.post(
+        "/msmq/private$/orders_tx", content=body, headers={"content-type": content_type}
+    )
+    assert swapped.status_code == 200
+
+    samples = await scrape(client)
+    statistics = json_of(await client.get("/api/srmp/statistics"))
+    retried = value(samples, "msmqgw_srmp_requests_total", status="503", outcome="retry_later")
+    assert retried == statistics["retry_later"] == 1
+    mismatches = value(samples, "msmqgw_srmp_timer_layout_mismatches_total")
+    assert mismatches == statistics["timer_layout_mismatches"] == 1
+    for outcome, counter in (("stored", "stored"), ("duplicate", "duplicates")):
+        assert (
+            value(samples, "msmqgw_srmp_requests_total", status="200", outcome=outcome) == statistics[counter]
+        )
 
 
 async def test_the_request_id_is_taken_when_sane_and_made_otherwise(client: httpx.AsyncClient) -> None:

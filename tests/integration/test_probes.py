@@ -11,6 +11,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from app.main import create_app
+from app.settings import Settings
 from storage.migrate import head_revision
 from tests.integration.support import assert_problem, json_of
 from tests.integration.test_errors import execute, store_outage_off_the_loop, sync_url
@@ -54,6 +56,21 @@ async def test_a_stopped_background_task_makes_the_gateway_not_ready(
     problem = assert_problem(await client.get("/readyz"), 503, "MQ_ERROR_SERVICE_NOT_AVAILABLE")
     assert problem["checks"]["background_tasks"] == "stopped: sweeper"
     assert (await client.get("/livez")).status_code == 200
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_a_stopped_trigger_service_makes_the_gateway_not_ready(settings: Settings) -> None:
+    application = create_app(settings.model_copy(update={"triggers_enabled": True}))
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
+            assert (await client.get("/readyz")).status_code == 200
+            triggers = application.state.triggers.task
+            triggers.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await triggers
+            problem = assert_problem(await client.get("/readyz"), 503, "MQ_ERROR_SERVICE_NOT_AVAILABLE")
+    assert problem["checks"]["background_tasks"] == "stopped: triggers"
 
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
