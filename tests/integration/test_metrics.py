@@ -257,7 +257,7 @@ async def test_json_request_logs_name_method_route_status_duration_and_id(
     application: FastAPI = create_app(settings.model_copy(update={"request_log": "json"}))
     async with application.router.lifespan_context(application):
         transport = httpx.ASGITransport(app=application)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             await http.get("/api/queues/private$/missing", headers={"x-request-id": "log-1"})
     (line,) = [json.loads(text) for text in request_lines.lines]
     assert line["request_id"] == "log-1"
@@ -276,7 +276,7 @@ async def test_metrics_can_move_to_a_port_of_their_own(settings: Settings) -> No
     application: FastAPI = create_app(settings.model_copy(update={"metrics_port": port}))
     async with application.router.lifespan_context(application):
         transport = httpx.ASGITransport(app=application)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as api:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as api:
             assert (await api.get("/metrics")).status_code == 404
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as scraper:
             scraped = await scraper.get("/metrics")

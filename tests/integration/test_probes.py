@@ -63,7 +63,7 @@ async def test_a_stopped_trigger_service_makes_the_gateway_not_ready(settings: S
     application = create_app(settings.model_copy(update={"triggers_enabled": True}))
     async with application.router.lifespan_context(application):
         transport = httpx.ASGITransport(app=application)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             assert (await client.get("/readyz")).status_code == 200
             triggers = application.state.triggers.task
             triggers.cancel()
