@@ -180,6 +180,10 @@ BODY_TOO_LARGE = Problem(
 )
 QUOTA = Problem(E.MQ_ERROR_INSUFFICIENT_RESOURCES, "the queue manager is throttled or its quota is reached")
 OUTGOING_NOT_FOUND = Problem(E.MQ_ERROR_QUEUE_NOT_FOUND, "no outgoing queue 7")
+OUTGOING_NOT_EMPTY = Problem(
+    E.MQ_ERROR_ILLEGAL_OPERATION,
+    "outgoing queue 7 holds 3 messages; purge them with it (?purge=true) or let them go first",
+)
 
 
 # -- messages ---------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import cli_access
+from app.cli_messages import message_commands
 from app.schemas import MessageIn, MessageOut, QueueCreate, QueueOut
 from app.settings import Settings, load_settings
 from app.trigger_schemas import InvocationOut, RuleOut, TriggerOut
@@ -79,8 +80,9 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     import uvicorn
 
     from app.auth import check_exposure
-    from app.http_protocol import OneWriteHttpToolsProtocol
+    from app.http_protocol import HttpLimits, OneWriteHttpToolsProtocol
     from app.main import create_app
+    from app.metrics import worker_metrics
 
     # The gateway's own log lines (SRMP refusals, timer mismatches, expiries) at the same level.
     logging.basicConfig(level=arguments.log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
@@ -94,19 +96,24 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     except RuntimeError as refused:
         print(f"msmq-gateway: {refused}", file=sys.stderr)
         return EXIT_FAILURE
+    OneWriteHttpToolsProtocol.limits = HttpLimits.of(settings)  # workers read the environment
+    tls = tls_options(settings)
     if arguments.workers > 1:
         # Each worker process builds its own app from the same MSMQGW_* environment; they share
         # the database (docs/performance.md: several workers).
         os.environ["MSMQGW_HOST"], os.environ["MSMQGW_PORT"] = host, str(port)
-        uvicorn.run(
-            "app.main:create_app",
-            factory=True,
-            host=host,
-            port=port,
-            workers=arguments.workers,
-            log_level=arguments.log_level,
-            http=OneWriteHttpToolsProtocol,
-        )
+        with worker_metrics():  # the workers' counters, summed by every scrape (app/metrics.py)
+            uvicorn.run(
+                "app.main:create_app",
+                factory=True,
+                host=host,
+                port=port,
+                workers=arguments.workers,
+                log_level=arguments.log_level,
+                http=OneWriteHttpToolsProtocol,
+                timeout_keep_alive=settings.http_keep_alive_s,
+                **tls,
+            )
         return 0
     uvicorn.run(
         create_app(settings),
@@ -115,8 +122,25 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
         workers=1,
         log_level=arguments.log_level,
         http=OneWriteHttpToolsProtocol,
+        timeout_keep_alive=settings.http_keep_alive_s,
+        **tls,
     )
     return 0
+
+
+def tls_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn's TLS options: HTTPS when a certificate is configured, client certificates
+    asked for (and checked against the client CAs) when those are configured."""
+    if not settings.tls_cert_file:
+        return {}
+    import ssl
+
+    options: dict[str, Any] = {"ssl_certfile": settings.tls_cert_file, "ssl_keyfile": settings.tls_key_file}
+    if settings.tls_client_ca_file:
+        options["ssl_ca_certs"] = settings.tls_client_ca_file
+        required = settings.tls_client_cert == "required"
+        options["ssl_cert_reqs"] = ssl.CERT_REQUIRED if required else ssl.CERT_OPTIONAL
+    return options
 
 
 def _migrate(settings: Settings, _arguments: argparse.Namespace) -> int:
@@ -172,6 +196,24 @@ async def _queue_delete(manager: QueueManager, _reader: QueueReader, arguments: 
     return {"deleted": arguments.path, "messages_dropped": await manager.delete_queue(arguments.path)}
 
 
+async def _queue_unreachable(
+    manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace
+) -> Any:
+    """List, or with --delete ID remove, queues whose stored name no path can name any more."""
+    if arguments.delete is not None:
+        dropped = await manager.delete_unreachable_queue(arguments.delete)
+        return {"deleted": arguments.delete, "messages_dropped": dropped}
+    return [
+        {
+            "id": queue.id,
+            "name": queue.path.name,
+            "kind": queue.path.kind.value,
+            "messages": queue.message_count,
+        }
+        for queue in await manager.unreachable_queues()
+    ]
+
+
 async def _queue_purge(manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace) -> Any:
     return {"purged": await manager.purge_queue(arguments.path)}
 
@@ -219,6 +261,7 @@ def _parser() -> argparse.ArgumentParser:
         commands.add_parser("queue", help="manage queues").add_subparsers(required=True, metavar="action")
     )
     _message_commands(commands)
+    message_commands(commands, _on_store)
     _trigger_commands(commands)
     cli_access.add_commands(commands)
     return parser
@@ -232,6 +275,11 @@ def _queue_commands(actions: Any) -> None:
     create.add_argument("--journal", action="store_true")
     create.set_defaults(handler=_on_store(_queue_create))
     actions.add_parser("list", help="list queues").set_defaults(handler=_on_store(_queue_list))
+    unreachable = actions.add_parser(
+        "unreachable", help="list queues whose name no path can name (e.g. with '='), or delete one by ID"
+    )
+    unreachable.add_argument("--delete", type=int, metavar="ID", help="delete this one, with its messages")
+    unreachable.set_defaults(handler=_on_store(_queue_unreachable))
     for name, command, text in (
         ("show", _queue_show, "show a queue"),
         ("delete", _queue_delete, "delete a queue and its messages"),

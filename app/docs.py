@@ -108,6 +108,7 @@ SRMP_STATISTICS_EXAMPLE = {
     "stored": 10412,
     "duplicates": 37,
     "stream_receipts": 0,
+    "stray_stream_receipts": 0,
     "refused": 2,
     "retry_later": 0,
     "timer_layout_mismatches": 1,

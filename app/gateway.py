@@ -7,6 +7,8 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Request
 
+from app.metrics import ProcessMetrics
+from app.parameters import AbsentIfEmpty
 from app.settings import Settings
 from qm.cursors import CursorService
 from qm.errors import MqError, MqErrorCode
@@ -24,6 +26,8 @@ class SrmpCounters:
     """Answered 200 and dropped: a message ID seen recently, or a stream message out of order."""
     stream_receipts: int = 0
     """Receipts for streams this gateway sends, consumed rather than stored."""
+    stray_stream_receipts: int = 0
+    """Receipts for streams this gateway does not send (stray, late or forged): answered 200, dropped."""
     refused: int = 0
     """Answered 400: the sender gives up."""
     retry_later: int = 0
@@ -41,6 +45,7 @@ class Gateway:
     cursors: CursorService
     outgoing: OutgoingQueues
     srmp: SrmpCounters = field(default_factory=SrmpCounters)
+    metrics: ProcessMetrics = field(default_factory=ProcessMetrics)
 
 
 def gateway_of(request: Request) -> Gateway:
@@ -68,6 +73,7 @@ TimeoutMs = Annotated[
 ]
 TransactionParam = Annotated[
     str | None,
+    AbsentIfEmpty,
     Query(
         description="Transaction ID from POST /api/transactions, or `single` for a one-message transaction"
     ),
@@ -92,12 +98,19 @@ DECODE = Depends(_decode_param)
 which `app.http.decode_requested` reads."""
 
 
-def check_wait(gateway: Gateway, timeout_ms: int) -> int:
+REST_WAIT = ("timeout_ms", "wait again after a 204")
+"""How a REST client names the wait, and what it does when one ends without a message."""
+
+
+def check_wait(gateway: Gateway, timeout_ms: int, words: tuple[str, str] = REST_WAIT) -> int:
+    """`timeout_ms`, or MQ_ERROR_INVALID_PARAMETER above MSMQGW_MAX_WAIT_MS, told in the
+    caller's `words` (its name for the wait; what to do after an empty answer)."""
     if timeout_ms > gateway.settings.max_wait_ms:
+        name, again = words
         raise MqError(
             MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
-            f"timeout_ms is {timeout_ms}; one wait lasts at most {gateway.settings.max_wait_ms} ms here "
-            "(MSMQGW_MAX_WAIT_MS): wait again after a 204",
+            f"{name} is {timeout_ms}; one wait lasts at most {gateway.settings.max_wait_ms} ms here "
+            f"(MSMQGW_MAX_WAIT_MS): {again}",
         )
     return timeout_ms
 
@@ -106,16 +119,3 @@ def canonical_queue(gateway: Gateway, path: str) -> str:
     """The queue's name as responses show it; resolved before any work, so that a path that
     cannot be shown never fails a request after a message was taken."""
     return gateway.manager.resolve(path).url_path
-
-
-LOOKUP_ID_PATTERN = "^[0-9]{1,20}$"
-"""How the OpenAPI document describes a lookup ID in a URL; `parse_lookup_id` decides."""
-
-
-def parse_lookup_id(text: str) -> int:
-    if not text.isdigit() or int(text) >= 1 << 64:
-        raise MqError(
-            MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
-            f"{text!r} is not a lookup ID (an unsigned 64-bit decimal number)",
-        )
-    return int(text)

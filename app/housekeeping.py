@@ -60,6 +60,10 @@ def background_tasks(
     manager: QueueManager, release_interval_s: float, sweep_interval_s: float
 ) -> list[asyncio.Task[None]]:
     return [
-        asyncio.create_task(supervise("housekeeping", lambda: release_pass(manager), release_interval_s)),
-        asyncio.create_task(supervise("sweeper", lambda: sweep_pass(manager), sweep_interval_s)),
+        asyncio.create_task(
+            supervise("housekeeping", lambda: release_pass(manager), release_interval_s), name="housekeeping"
+        ),
+        asyncio.create_task(
+            supervise("sweeper", lambda: sweep_pass(manager), sweep_interval_s), name="sweeper"
+        ),
     ]

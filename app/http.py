@@ -81,9 +81,13 @@ async def message_from_request(request: Request, max_body_bytes: int) -> Message
 def _json_message(payload: bytes) -> MessageProperties:
     try:
         document = json.loads(payload)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except ValueError as error:  # not UTF-8, not JSON, an integer of over 4,300 digits
         raise MqError(
             MqErrorCode.MQ_ERROR_INVALID_PARAMETER, f"the body is not valid JSON: {error}"
+        ) from None
+    except RecursionError:
+        raise MqError(
+            MqErrorCode.MQ_ERROR_INVALID_PARAMETER, "the body is not valid JSON: nested too deep"
         ) from None
     try:
         return MessageIn.model_validate(document).properties()

@@ -14,24 +14,31 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
-from app import errors, openapi
+from app import edge, errors, openapi, parameters
 from app.auth import Authorization, Security, check_exposure, prune_audit_pass
 from app.gateway import Gateway
 from app.housekeeping import background_tasks, supervise, supervise_on_demand
 from app.keys import KeyVerifier
-from app.outbound.client import SrmpClient
+from app.metrics import ProcessMetrics, exposition, forget_process
+from app.metrics_port import serve_metrics
+from app.observed import Observed, json_request_log
+from app.outbound.client import SrmpClient, outbound_verification
 from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
 from app.routes import (
     access,
+    administration,
+    console,
     cursors,
     docs_ui,
     fast_messages,
     lookup,
     messages,
+    operations,
     outgoing,
     queue_manager,
     queues,
+    redrives,
     soap_api,
     srmp,
     transactions,
@@ -45,7 +52,8 @@ from qm.cursors import CursorService
 from qm.manager import QueueManager
 from qm.outgoing import OutgoingQueues
 from qm.reading import QueueReader
-from storage.engine import make_engine
+from storage.engine import make_engine, pool_size, watch_pool
+from storage.migrate import head_revision
 from storage.store import SqlStore
 from storage.wakeups import make_wakeups
 
@@ -86,11 +94,18 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         await wakeups.start()
         manager = QueueManager(store, wakeups, clock or SystemClock(), settings.manager_config())
         await manager.start()
-        client = SrmpClient(settings.srmp_send_timeout_s)
-        receipts = StreamReceiptSender(manager, client, settings.srmp_timer_mapping)
+        client = SrmpClient(settings.srmp_send_timeout_s, outbound_verification(settings.outbound_ca_file))
+        receipts = StreamReceiptSender(
+            manager, client, settings.srmp_timer_mapping, app.state.metrics.stream_receipt
+        )
         outgoing_queues = OutgoingQueues(manager, process_name())
         app.state.gateway = Gateway(
-            settings, manager, QueueReader(manager), CursorService(manager), outgoing_queues
+            settings,
+            manager,
+            QueueReader(manager),
+            CursorService(manager),
+            outgoing_queues,
+            metrics=app.state.metrics,
         )
         delivery = OutgoingDelivery(outgoing_queues, client, settings.srmp_timer_mapping)
         tasks = background_tasks(manager, settings.housekeeping_interval_s, settings.sweep_interval_s)
@@ -98,19 +113,27 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         senders = (("stream receipts", receipts.send_due), ("outgoing queues", delivery.send_due))
         for name, one_pass in senders:
             supervised = supervise_on_demand(name, one_pass, interval_s, manager.outbound_work)
-            tasks.append(asyncio.create_task(supervised))
+            tasks.append(asyncio.create_task(supervised, name=name))
+        redrive_pass = supervise("redrives", manager.redrives.apply_pending, settings.redrive_interval_s)
+        tasks.append(asyncio.create_task(redrive_pass, name="redrives"))
         app.state.triggers = TriggerRuntime(manager, store, settings)
         app.state.trigger_admin = app.state.triggers.admin
         access = AccessControl(store.access, manager.clock, settings.auth_cache_ttl_s)
         keys = KeyVerifier(store.access, settings.auth_cache_ttl_s)
         app.state.security = Security(settings, keys, access, settings.source_networks())
         prune = supervise("audit pruning", lambda: prune_audit_pass(access, settings), AUDIT_PRUNE_INTERVAL_S)
-        tasks.append(asyncio.create_task(prune))
+        tasks.append(asyncio.create_task(prune, name="audit pruning"))
+        trigger_task = app.state.triggers.task
+        app.state.operations = observe(app, store, [*tasks, *([trigger_task] if trigger_task else [])])
+        metrics_server = await separate_metrics_port(settings, app.state.operations)
         settle_heap()
         try:
             yield
         finally:
+            if metrics_server is not None:
+                metrics_server.close()
             await app.state.triggers.close()
+            forget_process()
             for task in tasks:
                 task.cancel()
             for task in tasks:
@@ -129,18 +152,34 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         redoc_url=None,
     )
     errors.install(app)
+    app.state.metrics = ProcessMetrics()
     # Inside the SRMP layer (the last added is the outermost): a virtual directory named like
     # the REST prefix keeps taking those requests, as before. Its check costs under a microsecond.
     app.add_middleware(fast_messages.FastMessages, application=app)
+    app.add_middleware(parameters.TextInUrl)  # before the fast layer: no NUL reaches a route
     # Outside the fast layer, so that every REST request is checked (app/access_rules.py).
     app.add_middleware(Authorization, application=app)
     app.add_middleware(srmp.SrmpRequestTarget, virtual_directory=settings.srmp_virtual_directory)
+    # A request with a foreign Host, from another site's page or with a body type its endpoint
+    # does not read is refused before the routes see it.
+    app.add_middleware(edge.Edge, settings=settings)
+    # Outermost: it times and counts every request, those the edge refuses and the SRMP and
+    # fast REST paths included.
+    app.add_middleware(
+        Observed,
+        metrics=app.state.metrics,
+        srmp_directory=settings.srmp_virtual_directory,
+        log_requests=settings.request_log == "json",
+    )
+    if settings.request_log == "json":
+        json_request_log()
     openapi.install(app, srmp.SRMP_OPENAPI)
     # Matching walks the routes in order: the busiest (send, receive) first. Lookup before
     # receive and peek: `{path:path}/receive` would also match `.../messages/first/receive`.
     # Routes on `/api/queues/{path}` itself match anything, so they come last.
     for router in (
         messages.send_router,
+        administration.router,
         lookup.router,
         messages.router,
         messages.locks_router,
@@ -152,13 +191,38 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         queues.router,
         outgoing.router,
         access.router,
+        redrives.router,
         srmp.router,
         soap_api.router,
         docs_ui.router,
+        console.router,
+        operations.router,
+        *([operations.metrics_router] if settings.metrics_port is None else []),
     ):
         add_routes(app, router)
     queues.register_item_routes(app.router)
     return app
+
+
+def observe(app: FastAPI, store: SqlStore, tasks: list[asyncio.Task[None]]) -> operations.Operations:
+    """Connect the store's events to the process metrics; what /metrics and /readyz read."""
+    metrics: ProcessMetrics = app.state.metrics
+    sender, receiver = store.messages.sender.group_commit, store.messages.receiver.receive_group
+    sender.on_batch = metrics.group_commit_batch.labels("send").observe
+    receiver.on_batch = metrics.group_commit_batch.labels("receive").observe
+    store.triggers.on_invocation(
+        lambda invocation: metrics.trigger_invocations.labels(invocation.outcome).inc()
+    )
+    watch_pool(store.engine, metrics.db_connections_in_use.inc)
+    return operations.Operations(metrics, store.observation, pool_size(store.engine), head_revision(), tasks)
+
+
+async def separate_metrics_port(settings: Settings, ops: operations.Operations) -> asyncio.Server | None:
+    if settings.metrics_port is None:
+        return None
+    return await serve_metrics(
+        settings.host, settings.metrics_port, lambda: exposition(ops.metrics, ops.observation, ops.pool_size)
+    )
 
 
 def add_routes(app: FastAPI, router: APIRouter) -> None:

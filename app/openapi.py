@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute
 from app.access_openapi import declare_access
 from app.answers import INVALID_PARAMETER, answers
 from app.errors import PROBLEM_JSON
-from app.gateway import LOOKUP_ID_PATTERN
+from app.parameters import LOOKUP_ID_PATTERN
 from app.schemas import MessageBatch, MessageIn
 
 PROBLEM_SCHEMA: dict[str, Any] = {
@@ -53,15 +53,21 @@ TAGS: list[dict[str, str]] = [
     {"name": "queues", "description": "Create, show, change, delete and purge queues"},
     {"name": "messages", "description": "Send, browse, receive and peek (MQSendMessage, MQReceiveMessage)"},
     {"name": "lookup", "description": "Read by lookup ID, message ID or correlation ID (never waits)"},
+    {
+        "name": "administration",
+        "description": "Chosen messages: delete, move, resend dead letters, export, import",
+    },
     {"name": "locks", "description": "End a two-phase read (Dequeue Message End): commit or abort"},
     {"name": "cursors", "description": "Forward-only positions in a queue (MQCreateCursor)"},
     {"name": "transactions", "description": "Internal transactions across queues (MQBeginTransaction)"},
     {"name": "queue manager", "description": "Identity, machine quota, throttling, health"},
     {"name": "outgoing queues", "description": "Messages waiting for remote SRMP queues"},
+    {"name": "redrives", "description": "Dead letters staged by the pipeline, re-sent by the gateway"},
     {"name": "triggers", "description": "Message Queuing Triggers: rules and triggers"},
     {"name": "srmp", "description": "MSMQ over HTTP from Windows senders"},
     {"name": "soap", "description": "The SOAP 1.1 API and its WSDL"},
     {"name": "access", "description": "Principals, API keys, rights (MSMQ's access masks) and the audit log"},
+    {"name": "operations", "description": "Prometheus metrics and Kubernetes probes (docs/operations.md)"},
 ]
 
 PATH_PARAMETERS: dict[str, dict[str, Any]] = {
@@ -109,6 +115,7 @@ def install(
             _restore_examples(document, app.routes)
             _add_models(document, models)
             _describe_path_parameters(document)
+            _edge_answers(document)
             app.openapi_schema = _problems_instead_of_422(document)
             declare_access(app.openapi_schema)
         return app.openapi_schema
@@ -178,3 +185,43 @@ def _problems_instead_of_422(document: dict[str, Any]) -> dict[str, Any]:
                 if problem is not None:
                     problem.setdefault("schema", {"$ref": "#/components/schemas/Problem"})
     return document
+
+
+def _edge_problem(status: int, code: str, hex_code: str, detail: str) -> dict[str, Any]:
+    example = {
+        "type": f"urn:msmq-gateway:error:{code}",
+        "title": code,
+        "status": status,
+        "detail": detail,
+        "mq_error": code,
+        "mq_error_code": hex_code,
+    }
+    return {
+        "description": f"{code}: {detail}",
+        "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}, "example": example}},
+    }
+
+
+_MISDIRECTED = _edge_problem(
+    421, "MQ_ERROR_ACCESS_DENIED", "0xC00E0025", "Host 'attacker.example' is not a name of this gateway"
+)
+_NOT_JSON = _edge_problem(
+    415, "MQ_ERROR_INVALID_PARAMETER", "0xC00E0006", "a body of type 'text/plain' is not read here"
+)
+_TOO_LARGE = _edge_problem(
+    413, "MQ_ERROR_INSUFFICIENT_RESOURCES", "0xC00E0027", "the request body has 2000000 bytes or more"
+)
+
+
+def _edge_answers(document: dict[str, Any]) -> None:
+    """What `app.edge` answers before any route (docs/security.md): a foreign Host on every
+    operation; on operations with a JSON request body, a body of another type or over the
+    administrative cap."""
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            responses.setdefault("421", copy.deepcopy(_MISDIRECTED))
+            body = operation.get("requestBody", {}).get("content", {})
+            if "application/json" in body and "multipart/related" not in body and path != "/soap":
+                responses.setdefault("415", copy.deepcopy(_NOT_JSON))
+                responses.setdefault("413", copy.deepcopy(_TOO_LARGE))

@@ -5,10 +5,11 @@ from __future__ import annotations
 import base64
 import binascii
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from app.parameters import Strict
 from bodies import FORMATS, decode_body
 from bodies.encode import EncodeError, activex, dotnet_xml_string, vt_number
 from qm.model import (
@@ -29,10 +30,6 @@ from qm.store import CursorRecord, TransactionRecord
 
 Uint32 = Annotated[int, Field(ge=0, le=INFINITE)]
 DeliveryName = Literal["express", "recoverable"]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class QueueCreate(Strict):
@@ -120,6 +117,9 @@ class QueueOut(BaseModel):
 
 class MessageIn(Strict):
     """A message to send. Give the body as `body` (text, sent as UTF-8) or `body_base64`."""
+
+    binary_text: ClassVar[frozenset[str]] = frozenset({"body", "value"})
+    """The body (or the ActiveX value it is made from) is bytes: a NUL in it is kept."""
 
     body: str | None = Field(None, description="The body as text, stored as its UTF-8 bytes")
     body_base64: str | None = Field(
@@ -515,6 +515,11 @@ class QueueManagerUpdate(Strict):
     journal_quota_kb: Uint32 | None = Field(None, description="Quota of the computer journal in kilobytes")
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"throttled": True}]})
+
+
+class OutgoingQueuePage(BaseModel):
+    outgoing_queues: list[OutgoingQueueOut] = Field(description="In queue ID order")
+    next_after: int | None = Field(description="Pass as `after` for the next page; null at the end")
 
 
 class OutgoingQueueOut(BaseModel):

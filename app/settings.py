@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 
 from qm.config import DEFAULT_MAX_BODY_BYTES, ManagerConfig, TransactionTtbr
 from qm.model import INFINITE
+from qm.outbound import parse_allow_list
 from qm.triggers.actions import AllowList
 from qm.triggers.model import TriggerConfig
 from soap.times import LayoutMismatch, TimerMapping
@@ -32,6 +33,49 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=1, le=65535)
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1, description="Largest message body accepted")
+    max_admin_body_bytes: int = Field(
+        1024 * 1024,
+        ge=1024,
+        description="Largest request body of the administrative JSON endpoints (queues, cursors, rules, "
+        "triggers, settings); sends, SOAP and SRMP have the message caps",
+    )
+    http_max_header_bytes: int = Field(
+        64 * 1024, ge=1024, description="Largest request head (request line and headers) in bytes: 431 above"
+    )
+    http_max_headers: int = Field(
+        100, ge=10, description="Most header fields one request may carry: 431 above"
+    )
+    http_header_timeout_s: float = Field(
+        10.0, gt=0, description="A connection must send a whole request head within this: 408 and closed"
+    )
+    http_body_timeout_s: float = Field(
+        60.0, gt=0, description="A request body must arrive within this of its head (while read): closed"
+    )
+    http_keep_alive_s: int = Field(5, ge=1, description="An idle keep-alive connection is closed after this")
+    max_connections: int = Field(
+        1000, ge=1, description="Connections served at once; more are answered 503 and closed"
+    )
+    tls_cert_file: str = Field(
+        "", description="PEM certificate (chain) `serve` presents: HTTPS instead of HTTP (with tls_key_file)"
+    )
+    tls_key_file: str = Field("", description="PEM private key of tls_cert_file")
+    tls_client_ca_file: str = Field(
+        "", description="PEM CAs whose client certificates are asked for and checked (HTTPS only)"
+    )
+    tls_client_cert: Literal["optional", "required"] = Field(
+        "optional", description="With tls_client_ca_file: optional (checked when sent) or required"
+    )
+    outbound_ca_file: str = Field(
+        "",
+        description="PEM CAs trusted for outbound HTTPS (SRMP sends, receipts, webhooks) instead of the "
+        "default bundle; certificates are always verified",
+    )
+    max_answer_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1,
+        description="Most message-body bytes in one answer: browse pages and receive batches stop there "
+        "(always at least one message)",
+    )
     max_wait_ms: int = Field(60_000, ge=0, description="Longest single receive/peek wait over HTTP")
     transaction_timeout_s: float = Field(60.0, gt=0, description="Idle transactions abort after this")
     cursor_idle_timeout_s: float = Field(300.0, gt=0, description="Idle cursors close after this")
@@ -50,6 +94,12 @@ class Settings(BaseSettings):
         default_factory=lambda: f"localhost,127.0.0.1,::1,{socket.gethostname()}",
         description="Comma-separated names and addresses that designate this gateway in format names",
     )
+    allowed_hosts: str = Field(
+        default_factory=lambda: f"localhost,127.0.0.1,[::1],{socket.gethostname()}",
+        description="Comma-separated names a request's Host header may carry (DNS rebinding guard), "
+        "besides the bind address and MSMQGW_LOCAL_HOST_NAMES; list every name SRMP senders and clients "
+        "use (http://<name>/msmq/...); `*` turns the check off (a proxy in front checks it)",
+    )
     transaction_ttbr: TransactionTtbr = Field(
         TransactionTtbr.FIRST_MESSAGE,
         description="first-message: MSMQ's rule (a transaction's messages get its first message's TTBR); "
@@ -66,8 +116,9 @@ class Settings(BaseSettings):
     srmp_virtual_directory: str = Field("msmq", description="First path segment of SRMP URLs")
     srmp_outbound_hosts: str = Field(
         "",
-        description="Comma-separated hosts the gateway may POST receipts and acknowledgments to "
-        "(sender-supplied URLs: an allow-list against SSRF); `*` allows any host",
+        description="Comma-separated destinations the gateway may POST to as an SRMP sender "
+        "(sender-supplied URLs: an allow-list against SSRF): `host` (its scheme's default port), "
+        "`host:port`, `host:*`, optionally `http://` or `https://` first; `*` allows anything",
     )
     srmp_outbound_rewrites: dict[str, str] = Field(
         default_factory=dict,
@@ -96,6 +147,20 @@ class Settings(BaseSettings):
     srmp_send_interval_s: float = Field(
         1.0, gt=0, description="How often due stream receipts and outgoing queues are looked at"
     )
+    srmp_max_streams_per_sender: int = Field(
+        1000, ge=1, description="Incoming SRMP streams one sender (stream ID GUID) may have at once"
+    )
+    srmp_max_streams: int = Field(
+        100_000, ge=1, description="Incoming SRMP streams all senders together may have at once"
+    )
+    srmp_stream_idle_s: float = Field(
+        14 * 86400.0,
+        gt=0,
+        description="Incoming stream state untouched this long, owing nothing, is forgotten",
+    )
+    srmp_outgoing_idle_s: float = Field(
+        86400.0, gt=0, description="An empty outgoing queue not attempted for this long is removed"
+    )
     wake_poll_interval_s: float = Field(
         1.0, gt=0, description="How soon a waiting receive notices a message sent by another process"
     )
@@ -122,6 +187,18 @@ class Settings(BaseSettings):
         description="Run the hot statements straight on the database driver inside SQLAlchemy's "
         "transaction (storage/driver_sql.py); false: everything through SQLAlchemy (slower; for an "
         "SQLAlchemy release the gateway has not been checked against)",
+    )
+
+    request_log: Literal["off", "json"] = Field(
+        "off",
+        description="json: one JSON line per HTTP request on stderr (method, route, status, duration, "
+        "request ID)",
+    )
+    metrics_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="Serve GET /metrics on this port (same host) instead of the API's port",
     )
 
     def group_commit(self) -> GroupCommitConfig:
@@ -155,6 +232,20 @@ class Settings(BaseSettings):
     trigger_lease_s: float = Field(
         15.0, gt=0, description="A trigger held by a process that stopped renewing moves after this"
     )
+    max_import_bytes: int = Field(
+        64 * 1024 * 1024, ge=1, description="Largest message import file (JSON lines) accepted"
+    )
+    redrive_interval_s: float = Field(
+        5.0, gt=0, description="How often redrive batches staged by the pipeline are looked for and applied"
+    )
+
+    @model_validator(mode="after")
+    def _tls_files_together(self) -> Settings:
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise ValueError("tls_cert_file and tls_key_file go together: give both or neither")
+        if self.tls_client_ca_file and not self.tls_cert_file:
+            raise ValueError("tls_client_ca_file needs tls_cert_file and tls_key_file (HTTPS)")
+        return self
 
     anonymous_admin: bool = Field(
         True,
@@ -200,6 +291,12 @@ class Settings(BaseSettings):
             )
         return self
 
+    @field_validator("srmp_outbound_hosts")
+    @classmethod
+    def _outbound_hosts_parse(cls, value: str) -> str:
+        parse_allow_list(value.split(","))  # a malformed entry stops the start (ValueError)
+        return value
+
     def display_database_url(self) -> str:
         """The database URL with any password masked, for logs and messages."""
         return make_url(self.database_url).render_as_string(hide_password=True)
@@ -223,6 +320,10 @@ class Settings(BaseSettings):
             retry_min_s=self.srmp_retry_min_s,
             retry_max_s=max(self.srmp_retry_max_s, self.srmp_retry_min_s),
             outgoing_lease_s=self.srmp_outgoing_lease_s,
+            max_streams_per_sender=self.srmp_max_streams_per_sender,
+            max_streams=self.srmp_max_streams,
+            stream_idle_s=self.srmp_stream_idle_s,
+            outgoing_idle_s=self.srmp_outgoing_idle_s,
         )
 
     def receipts_url(self) -> str:

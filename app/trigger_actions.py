@@ -11,7 +11,15 @@ from app.settings import Settings
 from qm.errors import MqError
 from qm.manager import QueueManager
 from qm.store import Store
-from qm.triggers.actions import ActionFailed, AllowList, Parameters, default_body, render
+from qm.triggers.actions import (
+    ActionFailed,
+    AllowList,
+    Parameters,
+    default_body,
+    render,
+    render_arguments,
+    render_url,
+)
 from qm.triggers.admin import TriggerAdmin
 from qm.triggers.model import Action, ActionKind
 from qm.triggers.service import TriggerService
@@ -26,20 +34,30 @@ class HttpAndCommandRunner:
     """Checks the allow-list again at run time (settings may have changed since the rule
     was stored); never follows redirects (a redirect could leave the allow-list)."""
 
-    def __init__(self, allow_list: AllowList) -> None:
+    def __init__(self, allow_list: AllowList, ca_file: str = "") -> None:
         self._allow_list = allow_list
+        self._ca_file = ca_file
         self._client: httpx.AsyncClient | None = None
 
     async def close(self) -> None:
         if self._client is not None:
             await self._client.aclose()
 
+    async def prepare(self, action: Action) -> None:
+        """The HTTP client is made before the first webhook's timed attempt (importing httpx
+        at start-up would slow every start-up; inside the attempt it could take the whole
+        action timeout on a loaded machine, and the webhook would never be called)."""
+        if action.kind is ActionKind.WEBHOOK:
+            self._http()
+
     def _http(self) -> httpx.AsyncClient:
-        """Made at the first webhook: importing httpx would slow every start-up."""
         if self._client is None:
             import httpx
 
-            self._client = httpx.AsyncClient(follow_redirects=False, timeout=None)
+            from app.outbound.client import outbound_verification
+
+            verify = outbound_verification(self._ca_file)
+            self._client = httpx.AsyncClient(follow_redirects=False, timeout=None, verify=verify)
         return self._client
 
     async def run(self, action: Action, parameters: Parameters) -> None:
@@ -64,8 +82,14 @@ class HttpAndCommandRunner:
         import httpx
 
         try:
+            # What is checked is what is sent: the URL as httpx normalises it, after substitution.
+            target = httpx.URL(render_url(action.url, parameters))
+            self._allow_list.check_url(str(target))
+        except (httpx.InvalidURL, MqError) as refused:
+            raise ActionFailed(getattr(refused, "detail", str(refused))) from None
+        try:
             response = await self._http().request(
-                action.method, render(action.url, parameters), headers=headers, content=body.encode()
+                action.method, target, headers=headers, content=body.encode()
             )
         except httpx.HTTPError as error:
             raise ActionFailed(f"{type(error).__name__}: {error}") from None
@@ -74,7 +98,7 @@ class HttpAndCommandRunner:
 
 
 async def _execute(action: Action, parameters: Parameters) -> None:
-    arguments = [action.command[0], *(render(argument, parameters) for argument in action.command[1:])]
+    arguments = render_arguments(action, parameters)
     try:
         process = await asyncio.create_subprocess_exec(
             *arguments,
@@ -102,12 +126,19 @@ class TriggerRuntime:
     def __init__(self, manager: QueueManager, store: Store, settings: Settings) -> None:
         allow_list = settings.trigger_allow_list()
         self.admin = TriggerAdmin(manager, store.triggers, allow_list)
-        self._runner = HttpAndCommandRunner(allow_list)
+        self._runner = HttpAndCommandRunner(allow_list, settings.outbound_ca_file)
         self.service = TriggerService(manager, store.triggers, self._runner, settings.trigger_config())
         self._task: asyncio.Task[None] | None = None
         if settings.triggers_enabled:
             refresh = settings.trigger_refresh_interval_s
-            self._task = asyncio.create_task(supervise("triggers", self.service.refresh, refresh))
+            self._task = asyncio.create_task(
+                supervise("triggers", self.service.refresh, refresh), name="triggers"
+            )
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        """The supervised trigger service, None when it is turned off (readiness looks at it)."""
+        return self._task
 
     async def close(self) -> None:
         if self._task is not None:

@@ -5,16 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from app.parameters import Strict
 from qm.triggers.conditions import make_condition, parse_token
 from qm.triggers.model import Action, ActionKind, Condition, Invocation, ProcessingType, Rule, Trigger
 
 ProcessingName = Literal["peek", "retrieval", "transactional-retrieval"]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class ConditionIn(Strict):
@@ -50,6 +47,11 @@ class ActionIn(Strict):
     command: list[str] = Field(
         default_factory=list, description="Command: executable, then one argument per item"
     )
+    substitute_arguments: list[int] = Field(
+        default_factory=list,
+        description="Command: positions (1 = first argument) of the arguments whose $MSG_* parameters "
+        "are replaced; every other argument is passed as written (see docs/triggers.md for the risk)",
+    )
 
     def action(self) -> Action:
         return Action(
@@ -59,6 +61,7 @@ class ActionIn(Strict):
             headers=tuple(self.headers.items()),
             body_template=self.body_template,
             command=tuple(self.command),
+            substitute_arguments=tuple(self.substitute_arguments),
         )
 
 
@@ -69,6 +72,9 @@ class ActionOut(BaseModel):
     headers: dict[str, str] = Field(description="Webhook: request headers")
     body_template: str | None = Field(description="Webhook: the body with $MSG_* parameters; null: JSON")
     command: list[str] = Field(description="Command: executable, then its arguments; empty for a webhook")
+    substitute_arguments: list[int] = Field(
+        description="Command: positions of the arguments whose $MSG_* parameters are replaced"
+    )
 
 
 class RuleIn(Strict):
@@ -110,6 +116,7 @@ class RuleOut(BaseModel):
                 headers=dict(action.headers),
                 body_template=action.body_template,
                 command=list(action.command),
+                substitute_arguments=list(action.substitute_arguments),
             ),
         )
 

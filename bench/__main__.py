@@ -100,6 +100,8 @@ async def main(arguments: argparse.Namespace) -> int:
         opener = sqlite_database if kind == "sqlite" else postgres_database
         with opener() as database:
             await StoreRun(database, profile, rows).run(frozenset(arguments.only.split(",")))
+    if not arguments.no_pipeline:
+        rows.extend(pipeline_rows(arguments.pipeline_rows or profile_pipeline_rows(arguments.quick)))
     if not arguments.no_peer:
         if peer_rabbitmq.rabbitmq_up():
             rows.append(await peer(profile))
@@ -122,11 +124,38 @@ async def main(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def profile_pipeline_rows(quick: bool) -> int:
+    return 100_000 if quick else 1_000_000
+
+
+def pipeline_rows(count: int) -> list[Row]:
+    """The pipeline scenario (bench/pipeline_archive.py): Spark's archive and report beside
+    the same archive work without Spark, local[1] and local[2], JVM start timed apart."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print("pipeline: PySpark is not installed (pip install -e '.[pipeline]'): skipped", file=sys.stderr)
+        return []
+    from bench import pipeline_archive
+
+    found = pipeline_archive.bench_rows(count, pipeline_archive.measure(count, ["local[1]", "local[2]"]))
+    for row in found:
+        print(row, flush=True)
+    return found
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="about a minute per store, smaller depths")
     parser.add_argument("--stores", default="sqlite,postgresql")
     parser.add_argument("--no-peer", action="store_true", help="skip RabbitMQ")
+    parser.add_argument("--no-pipeline", action="store_true", help="skip the Spark pipeline scenario")
+    parser.add_argument(
+        "--pipeline-rows",
+        type=int,
+        default=0,
+        help="rows for the pipeline scenario (1,000,000; --quick 100,000)",
+    )
     parser.add_argument(
         "--only",
         default=",".join(sorted(SCENARIOS)),

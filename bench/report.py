@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bench.auth_bench import auth_targets
@@ -19,6 +20,8 @@ COLUMNS = (
     ("gateway_cpu_s", 8),
     ("gateway_cpu_ms_per_msg", 9),
     ("client_cpu_s", 8),
+    ("seconds", 7),
+    ("ratio", 6),
 )
 HEADINGS = {
     "concurrency": "conc",
@@ -26,6 +29,7 @@ HEADINGS = {
     "gateway_cpu_s": "gw cpu",
     "gateway_cpu_ms_per_msg": "gw ms/msg",
     "client_cpu_s": "cl cpu",
+    "seconds": "s",
 }
 
 
@@ -77,6 +81,10 @@ def targets(rows: list[Row]) -> list[dict[str, Any]]:
         if value is not None:
             found.append({"store": store, "target": target, "value": value, "met": met})
 
+    for row in rows:
+        if row["scenario"].startswith("pipeline archive ") and "ratio" in row:
+            target = f"{row['scenario']} / baseline adbc+pyarrow >= 0.5"
+            add(row["store"], target, row["ratio"], row["ratio"] >= 0.5)
     peer = _find(rows, "rabbitmq", "end to end")
     for store in ("sqlite", "postgresql"):
         for suffix in ("", ", 2 workers"):
@@ -104,6 +112,7 @@ def targets(rows: list[Row]) -> list[dict[str, Any]]:
                 )
         for target, ratio in auth_targets(rows, store):
             add(store, target, ratio, (ratio or 0) >= 0.95)
+        _metrics_targets(rows, store, add)
         depths = sorted(
             {int(row["scenario"].split()[1].replace(",", "")) for row in rows
              if row["store"] == store and row["scenario"].startswith("depth ")}
@@ -122,6 +131,31 @@ def targets(rows: list[Row]) -> list[dict[str, Any]]:
             )
             add(store, f"peak RSS at depth {depths[-1]:,} / at depth 0 (about 1)", rss, (rss or 9) <= 1.2)
     return found
+
+
+def _metrics_targets(
+    rows: list[Row], store: str, add: Callable[[str, str, float | None, bool], None]
+) -> None:
+    """bench/metrics_bench.py: the scrape's cost in the same run, and one scrape at 10,000 queues."""
+    runs = [_find(rows, store, name) for name in ("end to end", "end to end (2)")]
+    scraped = [_find(rows, store, f"end to end, /metrics every 1 s{suffix}") for suffix in ("", " (2)")]
+    if all(runs) and all(scraped):
+        ratio = sum(row["per_s"] for row in scraped if row) / max(
+            sum(row["per_s"] for row in runs if row), 1e-9
+        )
+        add(store, "end to end with /metrics every 1 s / without >= 0.95", round(ratio, 3), ratio >= 0.95)
+    few = _find(rows, store, "/metrics scrape, before seeding")
+    if few is not None:
+        share = few["gateway_cpu_ms_per_scrape"] / 1000
+        add(store, "/metrics every 1 s: share of one core the scrapes take < 0.05", share, share < 0.05)
+    many = _find(rows, store, "/metrics scrape, 10,000 queues more")
+    if many is not None:
+        add(
+            store,
+            "/metrics scrape p99 ms with 10,000 queues more < 1000",
+            many["p99_ms"],
+            many["p99_ms"] < 1000,
+        )
 
 
 def markdown(report: dict[str, Any]) -> str:

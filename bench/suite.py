@@ -24,6 +24,7 @@ from bench.http_load import (
     percentile,
     repeat,
 )
+from bench.metrics_bench import MANY_QUEUES, observation_cost_us, scrape_times, scraped_while, seed_queues
 from bench.seed import seed_depth
 
 
@@ -55,10 +56,11 @@ LATENCY_WARM_UP_S = 1.0
 new pooled connections, the server's first (custom) plans on each, the gateway's caches."""
 LONG_POLL_MS = 1000
 WORKERS = 2
+SCRAPED_E2E = "end to end, /metrics every 1 s"
 """`serve --workers` for the rows that show what both cores of the machine give."""
 
 Row = dict[str, Any]
-SCENARIOS = frozenset({"ceiling", "srmp", "rest", "auth", "decode", "e2e", "latency", "depth"})
+SCENARIOS = frozenset({"ceiling", "srmp", "rest", "auth", "decode", "e2e", "latency", "depth", "metrics"})
 
 
 _created = itertools.count(1)
@@ -147,6 +149,7 @@ class StoreRun:
             ("e2e", self.end_to_end),
             ("latency", self.latency),
             ("depth", self.depth),
+            ("metrics", self.metrics_scrape),
         ):
             if name in only:
                 await scenario()
@@ -239,8 +242,23 @@ class StoreRun:
             queue = create_queue(gateway, "e2e")
             return await producers_and_consumers(gateway.port, queue, self.profile.seconds)
 
+        scrapes: list[float] = []
+
+        async def scraped(gateway: Gateway) -> LoadResult:
+            queue = create_queue(gateway, "e2e")
+            work = asyncio.ensure_future(producers_and_consumers(gateway.port, queue, self.profile.seconds))
+            result, took = await scraped_while(gateway.port, work)
+            scrapes.extend(took)
+            return result
+
         concurrency = f"{PRODUCERS}+{CONSUMERS}"
+        # Without, with, with, without: the machine's drift over the four runs cancels out of
+        # the ratio (report.targets: /metrics every 1 s costs < 5 %).
         await self.measured("end to end", concurrency, work)
+        scraped_row = await self.measured(SCRAPED_E2E, concurrency, scraped)
+        await self.measured(SCRAPED_E2E + " (2)", concurrency, scraped)
+        await self.measured("end to end (2)", concurrency, work)
+        scraped_row |= {"scrapes": len(scrapes), "scrape_p50_ms": round(percentile(scrapes, 0.5), 2)}
         await self.measured(f"end to end, {WORKERS} workers", concurrency, work, workers=WORKERS)
 
     async def latency(self) -> None:
@@ -270,6 +288,48 @@ class StoreRun:
 
             await self.measured(f"depth {depth:,} send", 64, send)
             await self.measured(f"depth {depth:,} receive", 16, receive)
+
+    async def metrics_scrape(self) -> None:
+        """One scrape's time with the queues the run made so far, then with MANY_QUEUES more,
+        each against a fresh gateway on the same database (their ratio is the cost of the queues)."""
+        few = await self.scraped_gateway()
+        seed_queues(self.database, MANY_QUEUES)
+        many = await self.scraped_gateway()
+        for name, (took, size, cpu_ms) in (("before seeding", few), (f"{MANY_QUEUES:,} queues more", many)):
+            row = self.row(
+                f"/metrics scrape, {name}",
+                1,
+                None,
+                scrapes=len(took),
+                p50_ms=round(percentile(took, 0.5), 2),
+                p99_ms=round(percentile(took, 0.99), 2),
+                bytes=size,
+                # At one scrape a second, the share of one core the scrapes take.
+                gateway_cpu_ms_per_scrape=round(cpu_ms, 2),
+            )
+        row["vs_before"] = round(percentile(many[0], 0.5) / max(percentile(few[0], 0.5), 1e-9), 1)
+        bare_us, observed_us = await observation_cost_us()
+        self.row(
+            "request observed (ID, histogram, counter), in process",
+            "-",
+            None,
+            bare_us=round(bare_us, 2),
+            observed_us=round(observed_us, 2),
+            added_us=round(observed_us - bare_us, 2),
+        )
+
+    async def scraped_gateway(self) -> tuple[list[float], int, float]:
+        """SCRAPES scrapes of a fresh gateway: their times (ms), the text's size, and the
+        gateway's CPU time per scrape (ms)."""
+        settle(self.database)
+        gateway = Gateway(self.database)
+        try:
+            cpu_before = gateway.cpu_seconds()
+            took, size = await scrape_times(gateway.port)
+            cpu_ms = 1000 * (gateway.cpu_seconds() - cpu_before) / len(took)
+        finally:
+            gateway.stop()
+        return took, size, cpu_ms
 
 
 async def producers_and_consumers(port: int, queue: str, seconds: float) -> LoadResult:

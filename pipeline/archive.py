@@ -5,12 +5,22 @@ of the same run (partitions end in `run_id=`), and rows leave the store in one t
 chosen by the lookup IDs read back from the archive, never by the selection predicate. The
 run ledger (`archive_runs`) freezes the cutoff at the first attempt; a run marked `deleted`
 is complete, and running it again changes nothing.
+
+Runs are named by their cutoff, so the nightly run after a crash is another run. Before its
+own work, a run settles every unfinished run of the same archive: one verified before the
+crash (`written`) is finished (re-verified, deleted from the store); one that got no further
+than writing (`claimed`: the store untouched) is rolled back (its partitions removed, status
+`abandoned`). So every row ends in the archive exactly once. One archive job at a time per
+archive directory (a lock file) keeps a running job from being taken for a crashed one.
 """
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +38,8 @@ from pipeline.session import get_spark
 from pipeline.store import Store, read_view_jdbc
 from pipeline.transforms import PARTITION_COLUMNS, Verification, archive_rows, checksum, verify
 
-CLAIMED, WRITTEN, DELETED = "claimed", "written", "deleted"
+CLAIMED, WRITTEN, DELETED, ABANDONED = "claimed", "written", "deleted", "abandoned"
+LOCK_FILE = ".archive.lock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +61,40 @@ class Run:
     status: str
     verified: tuple[int, int] | None = None
     """(rows, checksum) recorded when the run was verified (status `written`)."""
+    rows: int = 0
+    """Rows archived, for a complete run."""
+    archive: Path | None = None
 
 
 def run_archive(store: Store, options: ArchiveOptions, progress: Progress) -> str:
     """Archive one run to completion (or find it complete); return the summary line."""
-    run = _claim(store, options)
-    progress.stage("claim", f"run {run.run_id}, cutoff {times.iso(run.cutoff_us)}, status {run.status}")
-    if run.status == DELETED:
-        return f"archive: run {run.run_id} is already complete; nothing to do"
+    with _only_job(options.archive):
+        run_id = options.run_id or f"archive-{options.cutoff:%Y%m%dT%H%M%SZ}"
+        settled = _settle_unfinished(store, options, run_id, progress)
+        run = _claim(store, options, run_id)
+        progress.stage("claim", f"run {run.run_id}, cutoff {times.iso(run.cutoff_us)}, status {run.status}")
+        if run.status == DELETED:
+            return (
+                f"archive: run {run.run_id} is already complete; nothing to do ({run.rows} rows archived to "
+                f"{run.archive}){settled}"
+            )
+        result, deleted = _complete(store, run, options, progress)
+    digest = result.checksum & 0xFFFFFFFFFFFFFFFF
+    return (
+        f"archive: run {run.run_id} complete: {result.archived} rows archived to {options.archive}, "
+        f"{deleted} deleted from the store, checksum {digest:#018x}, {progress.elapsed():.1f} s{settled}"
+    )
+
+
+def _complete(
+    store: Store, run: Run, options: ArchiveOptions, progress: Progress
+) -> tuple[Verification, int]:
+    """Write (or re-verify) the run, then delete its archived rows from the store."""
     staging = options.archive / "_staging" / run.run_id
     spark = get_spark("msmq-gateway archive")
     if run.status == WRITTEN:  # verified before a crash: check the archive is as it was, go on
         result = _reverify(spark, run, options.archive)
-        progress.stage("reverify", _describe(result))
+        progress.stage("reverify", f"run {run.run_id}: {_describe(result)}")
     else:
         result = _write_and_verify(store, spark, run, staging, options, progress)
     ids = read_run(spark, options.archive, run.run_id).select("lookup_id").toArrow()
@@ -73,11 +105,62 @@ def run_archive(store: Store, options: ArchiveOptions, progress: Progress) -> st
     progress.stage("stage-ids", f"{ids.num_rows} lookup IDs")
     deleted = _delete(store, run, progress)
     shutil.rmtree(staging, ignore_errors=True)
-    digest = result.checksum & 0xFFFFFFFFFFFFFFFF
-    return (
-        f"archive: run {run.run_id} complete: {result.archived} rows archived to {options.archive}, "
-        f"{deleted} deleted from the store, checksum {digest:#018x}, {progress.elapsed():.1f} s"
+    return result, deleted
+
+
+@contextmanager
+def _only_job(archive: Path) -> Iterator[None]:
+    """An exclusive lock on the archive directory for the whole job (released by the kernel
+    when the process dies, so a crashed job never blocks the next)."""
+    with (archive / LOCK_FILE).open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PipelineError(
+                f"another archive job is running on {archive}; try again when it ends"
+            ) from None
+        yield
+
+
+def _settle_unfinished(store: Store, options: ArchiveOptions, run_id: str, progress: Progress) -> str:
+    """Finish or roll back the other unfinished runs (a crashed night); a note for the summary."""
+    found = store.execute(
+        "SELECT run_id, archive_path, status FROM archive_runs WHERE status IN (?, ?) AND run_id <> ? "
+        "ORDER BY started_at, run_id",
+        [CLAIMED, WRITTEN, run_id],
     )
+    store.commit()
+    elsewhere = [row[0] for row in found if Path(row[1]) != options.archive]
+    if elsewhere:
+        raise PipelineError(
+            f"unfinished archive runs in another archive directory: {', '.join(elsewhere)}; "
+            "finish them there first (the same --archive and --run-id)"
+        )
+    notes = []
+    for earlier_id, _path, status in found:
+        earlier = _claim(store, options, earlier_id)
+        if status == WRITTEN:
+            result, deleted = _complete(store, earlier, options, progress)
+            notes.append(f"finished crashed run {earlier_id} ({result.archived} rows, {deleted} deleted)")
+        else:
+            _roll_back(store, options.archive, earlier_id)
+            notes.append(f"rolled back crashed run {earlier_id} (nothing had been deleted)")
+        progress.stage("settle", notes[-1])
+    return "".join(f"; {note}" for note in notes)
+
+
+def _roll_back(store: Store, archive: Path, run_id: str) -> None:
+    """A run that never got verified deleted nothing from the store: drop what it wrote."""
+    for partition in archive.glob(f"queue=*/dt=*/run_id={run_id}"):
+        shutil.rmtree(partition)
+    shutil.rmtree(archive / "_staging" / run_id, ignore_errors=True)
+    _remove_stale_spark_staging(archive)
+    with store.transaction():
+        store.execute("DELETE FROM archive_run_ids WHERE run_id = ?", [run_id])
+        store.execute(
+            "UPDATE archive_runs SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?",
+            [ABANDONED, times.now_us(), run_id, CLAIMED],
+        )
 
 
 def _write_and_verify(
@@ -85,13 +168,13 @@ def _write_and_verify(
 ) -> Verification:
     _remove_stale_spark_staging(options.archive)
     where = f"location IN {_sql_list(ARCHIVED_LOCATIONS)} AND stored_time < {run.cutoff_us:d}"
-    selected, extracted = _extract(store, spark, where, staging / "export.parquet", options)
+    selected, extracted = _extract(store, spark, where, staging / "export.parquet", options, progress)
     progress.stage("extract", f"{extracted} rows ({options.extract})")
     rows = archive_rows(selected, run.run_id, run.body_mode)
     rows.repartition("queue", "dt").write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(
         str(options.archive)
     )
-    progress.stage("write", f"to {options.archive}")
+    progress.stage("write", f"{extracted} rows to {options.archive}")
     result = _verify(store, spark, run, where, staging, options)
     progress.stage("verify", _describe(result))
     return result
@@ -113,9 +196,9 @@ def read_run(spark: SparkSession, archive: Path, run_id: str) -> DataFrame:
     return spark.read.option("basePath", str(archive)).parquet(str(archive)).where(F.col("run_id") == run_id)
 
 
-def _claim(store: Store, options: ArchiveOptions) -> Run:
-    """The run's ledger row; the first attempt freezes cutoff and body mode."""
-    run_id = options.run_id or f"archive-{options.cutoff:%Y%m%dT%H%M%SZ}"
+def _claim(store: Store, options: ArchiveOptions, run_id: str) -> Run:
+    """The run's ledger row; the first attempt freezes cutoff and body mode (an abandoned
+    run, named again, starts over with them)."""
     found = store.execute(
         "SELECT cutoff, body_mode, status, archive_path, row_count, checksum FROM archive_runs "
         "WHERE run_id = ?",
@@ -126,8 +209,13 @@ def _claim(store: Store, options: ArchiveOptions) -> Run:
         if status != DELETED and Path(path) != options.archive:
             raise PipelineError(f"run {run_id} was started with archive {path}; finish it there")
         store.commit()
+        if status == ABANDONED:
+            with store.transaction():
+                store.execute("UPDATE archive_runs SET status = ? WHERE run_id = ?", [CLAIMED, run_id])
+            status = CLAIMED
         verified = (int(rows), int(total)) if status == WRITTEN else None
-        return Run(run_id, int(cutoff_us), str(body_mode), str(status), verified)
+        done = int(rows) if status == DELETED and rows is not None else 0
+        return Run(run_id, int(cutoff_us), str(body_mode), str(status), verified, done, Path(path))
     cutoff_us = times.to_us(options.cutoff)
     with store.transaction():
         store.execute(
@@ -135,17 +223,22 @@ def _claim(store: Store, options: ArchiveOptions) -> Run:
             "VALUES (?, ?, ?, ?, ?, ?)",
             [run_id, cutoff_us, str(options.archive), options.body_mode, CLAIMED, times.now_us()],
         )
-    return Run(run_id, cutoff_us, options.body_mode, CLAIMED)
+    return Run(run_id, cutoff_us, options.body_mode, CLAIMED, archive=options.archive)
 
 
 def _extract(
-    store: Store, spark: SparkSession, where: str, staged: Path, options: ArchiveOptions
+    store: Store,
+    spark: SparkSession,
+    where: str,
+    staged: Path,
+    options: ArchiveOptions,
+    progress: Progress | None = None,
 ) -> tuple[DataFrame, int]:
     """The selected rows of the export view, typed, and how many there are."""
     if options.extract == "jdbc":
         rows = read_view_jdbc(store, spark, where, options.partitions)
         return rows, rows.count()
-    count = store.export_to_parquet(where, [], staged)
+    count = store.export_to_parquet(where, [], staged, progress.ticker("extract") if progress else None)
     return typed(spark.read.schema(export_spark_schema()).parquet(str(staged))), count
 
 

@@ -27,6 +27,10 @@ Handler = Callable[[Store, argparse.Namespace, Progress], str]
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = parser().parse_args(argv)
     progress = Progress(arguments.job, arguments.fail_after, arguments.quiet)
+    if arguments.quiet:
+        from pipeline import session
+
+        session.quiet_jvm = True
     try:
         store = Store(store_url(arguments.store))
     except PipelineError as error:
@@ -145,10 +149,15 @@ def _redrive_arguments(job: argparse.ArgumentParser) -> None:
     job.add_argument("--until", help="dead-lettered before (ISO date-time)")
     job.add_argument("--label", help="regular expression the label must match")
     job.add_argument("--source-machine", help="GUID of the sending machine")
-    job.add_argument("--execute", action="store_true", help="re-send the selected messages")
+    job.add_argument(
+        "--execute", action="store_true", help="stage the selected messages for the gateway to re-send"
+    )
     job.add_argument("--to", help="send to this queue instead of each message's original queue")
-    job.add_argument("--rate", type=float, default=0, help="messages per second at most (0: no limit)")
-    job.add_argument("--chunk", type=int, default=1000, help="messages per transaction")
+    job.add_argument(
+        "--gateway",
+        help="base URL of a gateway on this store (http://127.0.0.1:8080): have it re-send the batch "
+        "now and wait (default: its background pass does, within MSMQGW_REDRIVE_INTERVAL_S)",
+    )
     job.add_argument(
         "--time-to-be-received",
         type=int,
@@ -160,8 +169,8 @@ def _redrive_arguments(job: argparse.ArgumentParser) -> None:
 def _redrive(store: Store, arguments: argparse.Namespace, progress: Progress) -> str:
     from pipeline.redrive import RedriveOptions, run_redrive
 
-    if arguments.rate < 0 or arguments.chunk < 1:
-        raise PipelineError("--rate must be 0 or more and --chunk 1 or more")
+    if arguments.gateway and not arguments.gateway.startswith(("http://", "https://")):
+        raise PipelineError(f"--gateway {arguments.gateway!r} is not an http:// or https:// URL")
     if arguments.time_to_be_received is not None and not 0 < arguments.time_to_be_received <= 0xFFFFFFFF:
         raise PipelineError("--time-to-be-received must be 1 to 4294967295 seconds")
     options = RedriveOptions(
@@ -175,8 +184,7 @@ def _redrive(store: Store, arguments: argparse.Namespace, progress: Progress) ->
         source_machine=arguments.source_machine,
         execute=arguments.execute,
         target=arguments.to,
-        rate=arguments.rate,
-        chunk=arguments.chunk,
+        gateway=arguments.gateway,
         time_to_be_received=arguments.time_to_be_received,
     )
     return run_redrive(store, options, progress)

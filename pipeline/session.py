@@ -26,7 +26,13 @@ ALWAYS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+    # INT64 microseconds marked UTC-adjusted (not Spark's default INT96, which has no zone):
+    # pyarrow, pandas and Spark all read them as aware UTC times.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
+quiet_jvm = False
+"""Set by `--quiet`: the JVM this process starts writes nothing to stderr (its start-up
+banner and log4j lines would mail a cron job every night). Errors still reach Python."""
 
 
 def get_spark(app_name: str, master: str | None = None) -> SparkSession:
@@ -46,9 +52,25 @@ def get_spark(app_name: str, master: str | None = None) -> SparkSession:
             builder = builder.config(key, value)
     for key, value in ALWAYS.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    session = _started(builder)
     session.sparkContext.setLogLevel(os.environ.get("PIPELINE_SPARK_LOG_LEVEL", "ERROR"))
     return session
+
+
+def _started(builder: SparkSession.Builder) -> SparkSession:
+    """Start the JVM; with `quiet_jvm` its stderr is /dev/null (it inherits ours at start)."""
+    if not quiet_jvm or launched_by_spark_submit():
+        return builder.getOrCreate()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        return builder.getOrCreate()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def launched_by_spark_submit() -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,8 +120,15 @@ class Store:
             raise
         self.commit()
 
-    def export_to_parquet(self, where: str, parameters: Sequence[Any], target: Path) -> int:
-        """Stream `SELECT * FROM <export view> WHERE <where>` into one Parquet file; count rows."""
+    def export_to_parquet(
+        self,
+        where: str,
+        parameters: Sequence[Any],
+        target: Path,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Stream `SELECT * FROM <export view> WHERE <where>` into one Parquet file; count rows
+        (told to `progress` after each batch)."""
         schema = export_arrow_schema()
         target.parent.mkdir(parents=True, exist_ok=True)
         rows = 0
@@ -131,6 +138,8 @@ class Store:
                 table = _restore_nulls(pa.Table.from_batches([batch])).cast(schema)
                 writer.write_table(table)
                 rows += table.num_rows
+                if progress is not None:
+                    progress(rows)
         self.commit()  # ends the read snapshot (PostgreSQL) and releases the shared lock (SQLite)
         return rows
 

@@ -32,6 +32,14 @@ class ManagerConfig:
     """Names and addresses that designate this gateway in format names (lower case)."""
     transaction_ttbr: TransactionTtbr = TransactionTtbr.FIRST_MESSAGE
     sweep_batch: int = 500
+    max_streams_per_sender: int = 1000
+    """Incoming SRMP streams one sender (the GUID of its stream IDs) may have at once."""
+    max_streams: int = 100_000
+    """Incoming SRMP streams all senders together may have at once."""
+    stream_idle_s: float = 14 * 86400.0
+    """Incoming stream state untouched this long, with nothing owed to its sender, is forgotten."""
+    outgoing_idle_s: float = 86400.0
+    """An empty outgoing queue with no attempt for this long is removed (made again on use)."""
     duplicate_window_s: float = 1800.0
     """How long received SRMP message IDs are remembered for duplicate elimination."""
     outbound_hosts: tuple[str, ...] = ()

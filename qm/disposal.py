@@ -87,6 +87,8 @@ class Placement:
     """Copies: when the original arrived in its queue (for the pipeline's export view)."""
     stream: StreamPosition | None = None
     """Final receipts: the stream they report on and the ordinal their `<streamReceipt>` covers."""
+    transactional: bool = False
+    """Copies: the original was sent in a transaction (the export view's `transactional`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,4 +290,5 @@ class DisposalPolicy:
             message.source_machine,
             departure.queue.pathname,
             message.arrived_time,
+            transactional=departure.transactional,
         )

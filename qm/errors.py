@@ -54,6 +54,8 @@ class MqError(Exception):
 class QuotaExceeded(MqError):
     """Reference §7.3 statuses 1 and 2: the queue's quota, or the machine's (or throttled)."""
 
-    def __init__(self, detail: str, machine: bool) -> None:
+    def __init__(self, detail: str, machine: bool, dead_lettered: bool = False) -> None:
         super().__init__(MqErrorCode.MQ_ERROR_INSUFFICIENT_RESOURCES, detail)
         self.machine = machine
+        self.dead_lettered = dead_lettered
+        """The refused message went to the dead-letter queue (it asked to, and it fitted)."""

@@ -27,8 +27,16 @@ from qm.model import (
     QueueManagerInfo,
     QueueSettings,
 )
-from qm.paths import QueueKind, QueuePath, SystemQueue, parse_queue_path, system_queue_path
+from qm.paths import (
+    QueueKind,
+    QueuePath,
+    SystemQueue,
+    parse_queue_path,
+    system_queue_path,
+    validate_queue_name,
+)
 from qm.receipts import StreamReceipts
+from qm.redrives import Redrives
 from qm.sending import Sending
 from qm.store import Claim, ReleaseReport, Store, TransactionRecord
 from qm.streams import StreamReceiptDue
@@ -64,6 +72,8 @@ class QueueManager:
         self._receipts = StreamReceipts(self)
         self._expiry = Expiry(self)
         self._waiting = Waiting(self)
+        self.redrives = Redrives(self)
+        """Dead letters staged by the pipeline, re-sent through this queue manager's send path."""
         self.deliver = self._sending.deliver
         """Enqueue a message that may arrive more than once (qm.sending.Sending.deliver)."""
         self.refuse_arrival = self._sending.refuse_arrival
@@ -156,6 +166,21 @@ class QueueManager:
         queue = await self._administered_queue(path_text)
         self.known_queues.forget(queue.path.key)
         return await self.store.queues.delete_queue(queue.id, self.clock.now())
+
+    async def unreachable_queues(self) -> list[Queue]:
+        """Public and private queues whose stored name today's rules refuse (created before
+        they did: a name with `=` is read as a format name wherever a queue is named), so no
+        path reaches them; `delete_unreachable_queue` removes them by ID."""
+        return [queue for queue in await self.list_queues() if _unreachable(queue)]
+
+    async def delete_unreachable_queue(self, queue_id: int) -> int:
+        """Delete one of `unreachable_queues` with its messages; MQ_ERROR_QUEUE_NOT_FOUND for any
+        other ID (a reachable queue is deleted by its path, with the usual checks)."""
+        found = [queue for queue in await self.unreachable_queues() if queue.id == queue_id]
+        if not found:
+            raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, f"no unreachable queue has ID {queue_id}")
+        self.known_queues.forget(found[0].path.key)
+        return await self.store.queues.delete_queue(queue_id, self.clock.now())
 
     async def purge_queue(self, path_text: str) -> int:
         queue = await self.get_queue(path_text)
@@ -299,3 +324,14 @@ def _check_quota(name: str, value: int) -> None:
             MqErrorCode.MQ_ERROR_ILLEGAL_PROPERTY_VALUE,
             f"{name} is kilobytes from 0 to {INFINITE} ({INFINITE} = unlimited)",
         )
+
+
+def _unreachable(queue: Queue) -> bool:
+    path = queue.path
+    if path.kind not in (QueueKind.PUBLIC, QueueKind.PRIVATE) or path.journal:
+        return False
+    try:
+        validate_queue_name(path.name, path.name)
+    except MqError:
+        return True
+    return False

@@ -91,26 +91,102 @@ class OutgoingStreamPosition:
     """The ordinal before this one when messages between were dropped at the source (a gap)."""
 
 
-def new_stream_id(guid: uuid.UUID, now: datetime) -> str:
-    """`uid:<QM guid>\\<(seconds << 32) | 1>`: a new stream, as Windows numbers them (§5.8)."""
-    return f"uid:{guid}\\{(int(now.timestamp()) << 32) | 1}"
+def new_stream_id(now: datetime) -> str:
+    """`uid:<random GUID>\\<(seconds << 32) | 1>`: a new stream in the form of §5.8.
+
+    Windows writes its queue-manager GUID where this writes a fresh random (version 4) one: a
+    stream receipt settles the messages of the stream it names, so the ID is all that proves a
+    receipt comes from the receiver, and the queue-manager GUID is no secret (every message ID
+    we send carries it). Receivers key streams on the whole ID and never resolve the GUID."""
+    return f"uid:{uuid.uuid4()}\\{(int(now.timestamp()) << 32) | 1}"
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+ANY_PORT = -1
+
+
+@dataclass(frozen=True, slots=True)
+class AllowedDestination:
+    """One entry of MSMQGW_SRMP_OUTBOUND_HOSTS: `host` (http or https on the scheme's default
+    port), `host:port`, `host:*` (any port), each optionally prefixed by `http://` or
+    `https://` (that scheme only); `[v6]:port` brackets an IPv6 address; `*` allows anything."""
+
+    host: str
+    port: int | None
+    """None: the default port of the URL's scheme; ANY_PORT: any port."""
+    scheme: str | None = None
+
+    @classmethod
+    def parse(cls, entry: str) -> AllowedDestination:
+        text = entry.strip()
+        scheme = None
+        if "://" in text:
+            scheme, text = text.split("://", 1)
+            scheme = scheme.casefold()
+            if scheme not in _DEFAULT_PORTS:
+                raise ValueError(f"{entry!r}: only http:// and https:// destinations are allowed")
+        host, port_text = _split_host_port(text, entry)
+        if not host or any(c in host for c in "/?#@ "):
+            raise ValueError(f"{entry!r} is not a host, host:port or scheme://host:port")
+        if port_text is None:
+            return cls(host.casefold(), None, scheme)
+        if port_text == "*":
+            return cls(host.casefold(), ANY_PORT, scheme)
+        if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
+            raise ValueError(f"{entry!r}: the port must be 1-65535 or *")
+        return cls(host.casefold(), int(port_text), scheme)
+
+    def allows(self, scheme: str, host: str, port: int | None) -> bool:
+        if self.host != "*" and host != self.host:
+            return False
+        if self.scheme is not None and scheme != self.scheme:
+            return False
+        actual = _DEFAULT_PORTS[scheme] if port is None else port
+        wanted = _DEFAULT_PORTS[scheme] if self.port is None else self.port
+        return self.port == ANY_PORT or actual == wanted
+
+
+def _split_host_port(text: str, entry: str) -> tuple[str, str | None]:
+    if text.startswith("["):
+        host, bracket, rest = text[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise ValueError(f"{entry!r}: an IPv6 address is written [address] or [address]:port")
+        return host, rest[1:] if rest else None
+    if text.count(":") > 1:  # a bare IPv6 address
+        return text, None
+    host, colon, port = text.partition(":")
+    return host, port if colon else None
+
+
+def parse_allow_list(entries: Sequence[str]) -> tuple[AllowedDestination, ...]:
+    """The allow-list; a malformed entry raises ValueError (the gateway refuses to start)."""
+    return tuple(
+        AllowedDestination("*", ANY_PORT) if entry.strip() == "*" else AllowedDestination.parse(entry)
+        for entry in entries
+        if entry.strip()
+    )
 
 
 def outbound_target(url: str, rewrites: Mapping[str, str], allowed_hosts: Sequence[str]) -> str | None:
-    """Where an outbound POST to `url` really goes, or None when its host is not allowed.
+    """Where an outbound POST to `url` really goes, or None when it is not allowed.
 
-    Senders choose receipt and admin URLs, so following them blindly would let anyone make the gateway POST
-    to internal services (SSRF). The rewrite map replaces a matching URL prefix (the sender's
-    view of itself, e.g. `http://winbox/`, by a reachable address); then the host must be on
-    the allow-list (`*` allows any host)."""
+    Senders choose receipt and admin URLs, so following them blindly would let anyone make the
+    gateway POST to internal services (SSRF). The rewrite map replaces a matching URL prefix
+    (the sender's view of itself, e.g. `http://winbox/`, by a reachable address); then scheme,
+    host and port must match an entry of the allow-list (AllowedDestination)."""
     target = url
     for prefix, replacement in rewrites.items():
         if target.casefold().startswith(prefix.casefold()):
             target = replacement + target[len(prefix) :]
             break
     parts = urlsplit(target)
-    if parts.scheme.casefold() not in ("http", "https") or not parts.hostname:
+    scheme = parts.scheme.casefold()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    try:
+        port = parts.port
+        allowed = parse_allow_list(allowed_hosts)
+    except ValueError:
         return None
     host = parts.hostname.casefold()
-    allowed = {name.casefold() for name in allowed_hosts}
-    return target if "*" in allowed or host in allowed else None
+    return target if any(entry.allows(scheme, host, port) for entry in allowed) else None

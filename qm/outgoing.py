@@ -30,6 +30,28 @@ class OutgoingQueues:
     async def all(self) -> list[OutgoingQueue]:
         return await self._qm.store.outgoing.list_outgoing_queues()
 
+    async def page(self, after: int, limit: int) -> list[OutgoingQueue]:
+        """Keyset paging by queue ID: the queues after `after`, at most `limit`."""
+        return await self._qm.store.outgoing.list_outgoing_queues(after, limit)
+
+    async def delete(self, queue_id: int, purge: bool) -> int:
+        """Delete an outgoing queue (made again by the next send to its destination). One that
+        holds messages is refused (MQ_ERROR_ILLEGAL_OPERATION) unless `purge`: its messages are
+        purged first (dead letters and NACKs, class 0x8001). Returns how many were purged."""
+        outgoing = await self.get(queue_id)
+        purged = 0
+        if outgoing.queue.message_count:
+            if not purge:
+                raise MqError(
+                    MqErrorCode.MQ_ERROR_ILLEGAL_OPERATION,
+                    f"outgoing queue {queue_id} holds {outgoing.queue.message_count} messages; "
+                    "purge them with it (?purge=true) or let them go first",
+                )
+            purged = await self.purge(queue_id)
+        self._qm.known_queues.forget(outgoing.queue.path.key)
+        await self._qm.store.queues.delete_queue(queue_id, self._qm.clock.now())
+        return purged
+
     async def get(self, queue_id: int) -> OutgoingQueue:
         found = await self._qm.store.outgoing.get_outgoing_queue(queue_id)
         if found is None:
@@ -93,7 +115,7 @@ class OutgoingQueues:
     async def stream_position(self, outgoing: OutgoingQueue, message: Message) -> OutgoingStreamPosition:
         """A transactional message travels in the queue's stream (reference §4.1)."""
         now = self._qm.clock.now()
-        candidate = new_stream_id(self._qm.guid, now)
+        candidate = new_stream_id(now)
         return await self._qm.store.outgoing.outgoing_stream_position(
             outgoing.queue.id, message.lookup_id, candidate, now
         )

@@ -1,7 +1,9 @@
 """Queue path names (reference §8.1): parsing, validation and the canonical forms.
 
 MSMQ writes `private$\\orders`; URLs carry `private$/orders`. Both separators and a
-leading local-computer part (`.\\`) are accepted. Names compare case-insensitively.
+leading local-computer part (`.\\`) are accepted. Names compare case-insensitively in ASCII
+only, as Windows compares queue names: Unicode case folding would make the Kelvin sign `K`
+name the queue `k`, and `ß` the queue `ss`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,17 @@ from dataclasses import dataclass
 from qm.errors import MqError, MqErrorCode
 
 MAX_QUEUE_NAME_LENGTH = 124
-_FORBIDDEN_NAME_CHARACTERS = frozenset('\\/;+,"')
+_FORBIDDEN_NAME_CHARACTERS = frozenset('\\/;+,"=')
+"""Reference §8.1's list, and `=`: wherever a queue is named, text with `=` is read as a format
+name (`PRIVATE=…`, `DIRECT=…`, `DL=…`), so a queue whose name has one could never be named."""
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def ascii_fold(text: str) -> str:
+    """Lower-case A-Z and nothing else: how queue names are compared."""
+    return text.translate(_ASCII_LOWER)
+
+
 _PRIVATE_PREFIX = "private$"
 _SYSTEM_PREFIX = "system$"
 _JOURNAL_SUFFIX = ";journal"
@@ -47,7 +59,7 @@ class QueuePath:
     @property
     def key(self) -> str:
         """The case-insensitive identity used to find the queue in the store."""
-        return self.pathname.casefold()
+        return ascii_fold(self.pathname)
 
     @property
     def pathname(self) -> str:
@@ -106,13 +118,13 @@ def parse_queue_path(text: str) -> QueuePath:
     unified = text.strip().replace("\\", "/")
     if unified.startswith("./"):
         unified = unified[2:]
-    lowered = unified.casefold()
+    lowered = ascii_fold(unified)
     if lowered.startswith(_SYSTEM_PREFIX + ";"):
         return _parse_system_queue(text, lowered[len(_SYSTEM_PREFIX) + 1 :])
     journal = lowered.endswith(_JOURNAL_SUFFIX)
     if journal:
         unified = unified[: -len(_JOURNAL_SUFFIX)]
-    if unified.casefold().startswith(_PRIVATE_PREFIX + "/"):
+    if ascii_fold(unified).startswith(_PRIVATE_PREFIX + "/"):
         name = unified[len(_PRIVATE_PREFIX) + 1 :]
         return QueuePath(QueueKind.PRIVATE, validate_queue_name(name, text), journal)
     return QueuePath(QueueKind.PUBLIC, validate_queue_name(unified, text), journal)
@@ -126,12 +138,12 @@ def _parse_system_queue(original: str, suffix: str) -> QueuePath:
 
 
 def validate_queue_name(name: str, original: str) -> str:
-    """Apply reference §8.1: 1-124 printable characters, none of `\\ / ; + , "`, no `..`."""
+    """Apply reference §8.1: 1-124 printable characters, none of `\\ / ; + , "` (nor `=`), no `..`."""
     if not name:
         raise _illegal(original, "the queue name is empty")
     if len(name) > MAX_QUEUE_NAME_LENGTH:
         raise _illegal(original, f"the queue name is longer than {MAX_QUEUE_NAME_LENGTH} characters")
-    if ".." in name or name.casefold() in (_PRIVATE_PREFIX, _SYSTEM_PREFIX):
+    if ".." in name or ascii_fold(name) in (_PRIVATE_PREFIX, _SYSTEM_PREFIX):
         raise _illegal(original, "the queue name is reserved or contains '..'")
     for character in name:
         if character in _FORBIDDEN_NAME_CHARACTERS or not _printable(character):

@@ -7,7 +7,7 @@ import asyncio
 from qm.errors import MqError, MqErrorCode
 from qm.manager import Abandonment, Attempt, QueueManager
 from qm.model import INFINITE, Message, Queue
-from qm.store import Claim, PositionState, Seek, Selector
+from qm.store import NO_FILTER, Claim, MessageFilter, PositionState, Seek, Selector
 
 LOCK_TAG_SEPARATOR = "-"
 
@@ -41,7 +41,12 @@ class QueueReader:
         return await self._qm.with_known_queue(self._qm.resolve(path_text), take)
 
     async def receive_many(
-        self, path_text: str, timeout_ms: int, max_messages: int, abandoned: Abandonment | None = None
+        self,
+        path_text: str,
+        timeout_ms: int,
+        max_messages: int,
+        abandoned: Abandonment | None = None,
+        max_bytes: int | None = None,
     ) -> list[Message]:
         """Remove up to `max_messages` available messages in queue order, waiting up to the
         timeout for the first; empty on timeout. Outside any transaction (a batch is for speed)."""
@@ -51,7 +56,8 @@ class QueueReader:
 
         async def attempt() -> Message | None:
             nonlocal taken
-            taken = await self._qm.store.messages.take_many(queue, max_messages, self._qm.clock.now())
+            now = self._qm.clock.now()
+            taken = await self._qm.store.messages.take_many(queue, max_messages, now, max_bytes)
             return taken[0] if taken else None
 
         if await self._qm._wait(queue, attempt, timeout_ms, abandoned, takes_first=True) is None:
@@ -142,12 +148,27 @@ class QueueReader:
             raise _not_found(queue, "no available message with that identifier")
         return message
 
-    async def browse(self, path_text: str, after: int, limit: int) -> list[Message]:
-        """Available messages in queue order after a lookup ID (keyset pagination)."""
+    async def browse(
+        self, path_text: str, after: int, limit: int, where: MessageFilter = NO_FILTER
+    ) -> list[Message]:
+        """Available messages in queue order after a lookup ID (keyset pagination), those
+        `where` keeps."""
         queue = await self._qm.get_queue(path_text)
         now = self._qm.clock.now()
-        messages = await self._qm.store.messages.browse(queue.id, after, limit, now)
+        messages = await self._qm.store.messages.browse(queue.id, after, limit, now, where)
         return [self._qm._as_read(message) for message in messages]
+
+    async def browse_within(
+        self, path_text: str, after: int, limit: int, max_bytes: int, where: MessageFilter = NO_FILTER
+    ) -> tuple[list[Message], bool]:
+        """`browse` with at most `max_bytes` of bodies (at least one message); True when more
+        may follow."""
+        queue = await self._qm.get_queue(path_text)
+        now = self._qm.clock.now()
+        found, more = await self._qm.store.messages.browse_within(
+            queue.id, after, limit, now, max_bytes, where
+        )
+        return [self._qm._as_read(message) for message in found], more
 
     async def _check_reference(self, queue: Queue, seek: Seek, lookup_id: int, receive: bool) -> None:
         state = await self._qm.store.messages.position_state(queue.id, lookup_id, self._qm.clock.now())

@@ -15,12 +15,17 @@ from qm.disposal import Placement, Reason
 from qm.model import Message, NewMessage, Queue, QueueChanges, QueueManagerInfo, QueueSettings
 from qm.outbound import OutgoingQueue, OutgoingStreamPosition
 from qm.paths import QueuePath
+from qm.redrives import RedriveBatch, Redriven, StagedDeadLetter
 from qm.store import (
+    NO_FILTER,
     Claim,
     CursorRecord,
     EnqueueResult,
+    MessageFilter,
+    Moved,
     PositionState,
     ReleaseReport,
+    Reshape,
     Selector,
     TransactionRecord,
 )
@@ -79,11 +84,31 @@ class MessageRepository(Protocol):
         since has a wake-up of its own). It only decides whether a wake-up is handed on."""
         ...
 
-    async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
-        """Receive (remove) up to `limit` available messages in queue order, in one statement."""
+    async def take_many(
+        self, queue: Queue, limit: int, now: datetime, max_bytes: int | None = None
+    ) -> list[Message]:
+        """Receive (remove) up to `limit` available messages in queue order, in one statement;
+        with `max_bytes`, only as many as fit in that many body bytes (always at least one)."""
         ...
 
-    async def browse(self, queue_id: int, after: int, limit: int, now: datetime) -> list[Message]: ...
+    async def browse(
+        self, queue_id: int, after: int, limit: int, now: datetime, where: MessageFilter = NO_FILTER
+    ) -> list[Message]:
+        """Available messages in queue order after a lookup ID, those `where` keeps."""
+        ...
+
+    async def browse_within(
+        self,
+        queue_id: int,
+        after: int,
+        limit: int,
+        now: datetime,
+        max_bytes: int,
+        where: MessageFilter = NO_FILTER,
+    ) -> tuple[list[Message], bool]:
+        """`browse`, stopping where the bodies would pass `max_bytes` (always at least one
+        message); True when it stopped before the end of the queue or at `limit`."""
+        ...
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState: ...
 
@@ -114,6 +139,20 @@ class MessageRepository(Protocol):
 
     async def place(self, placements: Sequence[Placement], now: datetime) -> None:
         """Put messages the queue manager produced (dead letters, acknowledgments) in their queues."""
+        ...
+
+    async def move(
+        self, queue_id: int, lookup_ids: Sequence[int], reshape: Reshape, now: datetime
+    ) -> list[Moved]:
+        """Take the chosen available messages (in lookup-ID order) out of the queue and store
+        what `reshape` makes of each, in one transaction, all or none: MQ_ERROR_MESSAGE_NOT_FOUND
+        (missing or expired), MQ_ERROR_MESSAGE_LOCKED_UNDER_TRANSACTION, MQ_ERROR_QUEUE_NOT_FOUND
+        (a target deleted meanwhile), MQ_ERROR_INSUFFICIENT_RESOURCES (a target's quota). Earns
+        nothing: no journal copy, no acknowledgment."""
+        ...
+
+    async def insert_all(self, batch: Sequence[NewMessage]) -> list[Message]:
+        """Store every message or none, the quotas checked on the whole batch."""
         ...
 
 
@@ -160,13 +199,24 @@ class StreamRepository(Protocol):
 
     async def stream_receipt_failed(self, stream_id: str, retry_at: datetime | None) -> None: ...
 
+    async def forget_idle_streams(self, before: datetime, limit: int) -> int:
+        """Delete up to `limit` incoming streams untouched since `before` that owe nothing."""
+        ...
+
 
 class OutgoingRepository(Protocol):
     """Outgoing queues: the gateway as an SRMP sender."""
 
     async def ensure_outgoing_queue(self, path: QueuePath, now: datetime) -> OutgoingQueue: ...
 
-    async def list_outgoing_queues(self) -> list[OutgoingQueue]: ...
+    async def list_outgoing_queues(self, after: int = 0, limit: int | None = None) -> list[OutgoingQueue]:
+        """In queue ID order, those with an ID above `after`; at most `limit` (None: all)."""
+        ...
+
+    async def remove_idle_outgoing_queues(self, before: datetime, now: datetime, limit: int) -> int:
+        """Delete up to `limit` outgoing queues holding no message, created and last attempted
+        before `before`, that no process holds a live lease on; return how many."""
+        ...
 
     async def get_outgoing_queue(self, queue_id: int) -> OutgoingQueue | None: ...
 
@@ -233,4 +283,32 @@ class Housekeeping(Protocol):
 
     async def expire_due(self, now: datetime, limit: int) -> int:
         """Remove up to `limit` available messages past their TTBR (reason EXPIRED); return how many."""
+        ...
+
+
+class RedriveRepository(Protocol):
+    """Redrive batches staged by the pipeline (qm.redrives)."""
+
+    async def get_batch(self, batch_id: str) -> RedriveBatch | None: ...
+
+    async def batches_in(self, status: str, staged_before: datetime | None) -> list[str]:
+        """Batches with `status` (staged before `staged_before`, when given), oldest first."""
+        ...
+
+    async def staged(self, batch_id: str, after: int, limit: int) -> list[StagedDeadLetter]:
+        """Up to `limit` of the batch's staged dead letters with a lookup ID above `after`,
+        in lookup-ID order, each once, marked when the ledger has it already."""
+        ...
+
+    async def settle(self, batch_id: str, done: Sequence[Redriven], now: datetime) -> None:
+        """One transaction: ledger rows for those sent, live originals out of their
+        dead-letter queues (available ones, totals kept), their staging rows deleted."""
+        ...
+
+    async def note(self, batch_id: str, resent: int, error: str) -> None:
+        """Record progress and why the batch waits for the next pass."""
+        ...
+
+    async def finish(self, batch_id: str, status: str, resent: int, error: str | None, now: datetime) -> None:
+        """Applied or failed: the batch's remaining staging rows deleted."""
         ...

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from qm.errors import MqError, MqErrorCode
 from qm.model import (
     CORRELATION_ID_SIZE,
+    GUID_NULL,
     INFINITE,
     MAX_LABEL_LENGTH,
     MAX_PRIORITY,
@@ -46,6 +47,15 @@ SEQUENCE_MASK = _UINT32_MAX
 def message_id_for(guid: uuid.UUID, counter: int) -> str:
     """Message IDs as MSMQ writes them: `{guid}\\sequence` with a 32-bit sequence."""
     return f"{message_id_prefix(guid)}{counter & SEQUENCE_MASK}"
+
+
+def duplicate_key(source_qm: uuid.UUID | None, queue_id: int, message_id: str) -> str:
+    """What duplicate elimination remembers of an SRMP arrival (reference §1.7 step 9): the
+    source queue manager, the destination queue and the message ID together. The ID alone is
+    chosen by an anonymous sender: keyed on it, IDs sent to one queue (or claimed by another
+    sender) would make real messages vanish, answered 200. At most 36 + 10 + 49 + 2 characters
+    for the IDs SRMP carries (`{guid}\\uint32`)."""
+    return f"{source_qm or GUID_NULL}/{queue_id}/{message_id}"
 
 
 def message_id_prefix(guid: uuid.UUID) -> str:

@@ -48,7 +48,8 @@ class Sending:
         stream: StreamPosition | None = None,
     ) -> Message | None:
         """Enqueue a message that may arrive more than once (SRMP retries): None when
-        `duplicate_key` was seen within the duplicate window, and nothing is stored.
+        `duplicate_key` (the sender's message ID) came from the same source queue manager to
+        the same queue within the duplicate window, and nothing is stored.
         `boundaries` are the sender's first/last-in-transaction marks (SRMP `<Eod>`)."""
         path = self._qm.destination(path_text)
         if not path.writable and path.kind is not QueueKind.OUTGOING:
@@ -137,8 +138,16 @@ class Sending:
             first_in_transaction=first,
             last_in_transaction=last,
             transactional=transactional,
-            duplicate_key=arrival.duplicate_key,
-            stream=arrival.stream,
+            duplicate_key=None
+            if arrival.duplicate_key is None
+            else rules.duplicate_key(properties.source_machine, queue.id, arrival.duplicate_key),
+            stream=None
+            if arrival.stream is None
+            else dataclasses.replace(
+                arrival.stream,
+                max_streams_per_sender=self._qm.config.max_streams_per_sender,
+                max_streams=self._qm.config.max_streams,
+            ),
             queue_key=queue.path.key,
             queue_quota_kb=queue.settings.quota_kb,
         )
@@ -147,6 +156,12 @@ class Sending:
         [result] = await self._qm.store.messages.enqueue([new_message])
         if result.outcome is EnqueueOutcome.DUPLICATE:
             return None
+        if result.outcome is EnqueueOutcome.STREAM_LIMIT_REACHED:
+            raise QuotaExceeded(
+                "no room for another incoming stream (MSMQGW_SRMP_MAX_STREAMS_PER_SENDER, "
+                "MSMQGW_SRMP_MAX_STREAMS)",
+                machine=False,
+            )
         if result.outcome is EnqueueOutcome.QUEUE_MANAGER_QUOTA_EXCEEDED:
             raise QuotaExceeded("the queue manager is throttled or its quota is reached", machine=True)
         if result.outcome is EnqueueOutcome.QUEUE_QUOTA_EXCEEDED:
@@ -155,6 +170,7 @@ class Sending:
                 f"the quota of {queue.path.url_path} is reached"
                 + ("; the message went to the dead-letter queue" if dead_lettered else ""),
                 machine=False,
+                dead_lettered=dead_lettered,
             )
         assert result.lookup_id is not None
         return stored_message(result.lookup_id, result.message_id, new_message)

@@ -8,11 +8,13 @@ transaction; each returns frozen values, never live database objects.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from qm.disposal import DisposalPolicy
+from qm.model import Message, NewMessage
 from qm.wakeups import WakeUps
 
 if TYPE_CHECKING:
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
         MessageRepository,
         OutgoingRepository,
         QueueRepository,
+        RedriveRepository,
         StreamRepository,
         TransactionRepository,
     )
@@ -61,6 +64,26 @@ class Selector:
 FIRST = Selector()
 
 
+@dataclass(frozen=True, slots=True)
+class MessageFilter:
+    """What a browse keeps (an operator's list): every condition given must hold."""
+
+    label: str | None = None
+    """Part of the label, any case."""
+    message_class: int | None = None
+    priority: int | None = None
+    arrived_after: datetime | None = None
+    arrived_before: datetime | None = None
+    correlation_id: bytes | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self == NO_FILTER
+
+
+NO_FILTER = MessageFilter()
+
+
 class ClaimKind(enum.Enum):
     RECEIVE = "receive"
     """Remove now (reason AckReceive), journaling if the queue asks for it."""
@@ -92,6 +115,10 @@ class EnqueueOutcome(enum.Enum):
     QUEUE_MANAGER_QUOTA_EXCEEDED = 2
     DUPLICATE = 4
     """A message ID seen within the duplicate window (SRMP, reference §1.7 step 9): not stored."""
+    STREAM_LIMIT_REACHED = 5
+    """The first message of a new SRMP stream from a sender that has as many incoming streams
+    as ManagerConfig.max_streams_per_sender allows, or when all senders together have
+    max_streams: not stored, the sender retries later."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +161,19 @@ class ReleaseReport:
     queue_ids: frozenset[int]
 
 
+Reshape = Callable[[Message], NewMessage]
+"""What a message chosen by an operator becomes in its new queue (qm.administration's rules):
+the store calls it inside the move's transaction; an MqError it raises undoes the whole move."""
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """A message that changed queue: its lookup ID before, and the message as now stored."""
+
+    old_lookup_id: int
+    message: Message
+
+
 class Store(Protocol):
     """The repositories, over one database and one queue manager."""
 
@@ -160,6 +200,9 @@ class Store(Protocol):
 
     @property
     def triggers(self) -> TriggerStore: ...
+
+    @property
+    def redrives(self) -> RedriveRepository: ...
 
     def attach(self, policy: DisposalPolicy, wakeups: WakeUps) -> None:
         """The rules for consequences, and whom to tell after a commit changed a queue."""

@@ -34,6 +34,19 @@ class StreamPosition:
     """Present exactly when the message carries `<start>`."""
     destination: str = ""
     """The destination URL the sender wrote in `<to>`: the receipt's `rev/via`."""
+    max_streams_per_sender: int | None = None
+    """How many incoming streams `stream_sender` may have at once (None: no limit); set by the
+    queue manager from its configuration."""
+    max_streams: int | None = None
+    """How many incoming streams all senders together may have (None: no limit): sender GUIDs
+    cost nothing to make up."""
+
+
+def stream_sender(stream_id: str) -> str:
+    """Who opened a stream, for the per-sender limit: the stream ID up to its `\\`, scheme and
+    sending queue manager's GUID (`uid:<guid>`), in lower case. Anonymous senders choose it, so
+    it bounds what one well-behaved sender holds; idle stream state expiring bounds the rest."""
+    return stream_id.partition("\\")[0].lower()
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,16 +34,19 @@ _CHARSETS = {
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
 
-def parse_xml(data: bytes, charset: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Element:
-    """Parse an envelope into an lxml element, or raise SrmpError(400)."""
+def parse_xml(
+    data: bytes, charset: str | None = None, limits: Limits = DEFAULT_LIMITS, kind: str = "SRMP envelopes"
+) -> Element:
+    """Parse an envelope into an lxml element, or raise SrmpError(400). `kind`: what the
+    refusals call the documents of this caller ("SOAP API requests")."""
     if len(data) > limits.max_envelope_bytes:
         raise bad_request(f"the SOAP envelope is larger than {limits.max_envelope_bytes} bytes")
     text = _trim(_decode(data, charset))
-    _refuse_doctype(text)
+    _refuse_doctype(text, kind)
     root = _parse_bounded(text.encode("utf-8"), limits)
     docinfo = root.getroottree().docinfo
     if docinfo.doctype or docinfo.internalDTD is not None or docinfo.externalDTD is not None:
-        raise bad_request("DTDs are not allowed in SRMP envelopes")
+        raise bad_request(f"DTDs are not allowed in {kind}")
     return root
 
 
@@ -67,7 +70,7 @@ def _trim(text: str) -> str:
     return text.rstrip(WHITESPACE)
 
 
-def _refuse_doctype(text: str) -> None:
+def _refuse_doctype(text: str, kind: str) -> None:
     """Walk the prolog: an XML declaration, processing instructions, comments, whitespace only."""
     position = 0
     while True:
@@ -78,7 +81,7 @@ def _refuse_doctype(text: str) -> None:
         elif text.startswith("<!--", position):
             position = _after(text, position, "-->")
         elif text.startswith("<!", position):
-            raise bad_request("DOCTYPE and other DTD declarations are not allowed in SRMP envelopes")
+            raise bad_request(f"DOCTYPE and other DTD declarations are not allowed in {kind}")
         else:
             return
 

@@ -228,6 +228,7 @@ def _new_message(placement: Placement, queue_id: int, now: datetime) -> NewMessa
         received_time=now if kind is PlacementKind.JOURNAL else None,
         dead_lettered_time=now if kind is PlacementKind.DEAD_LETTER else None,
         stream=placement.stream,
+        transactional=placement.transactional,
     )
 
 

@@ -121,3 +121,22 @@ def _sqlite_engine(url: str, one_trip: bool) -> AsyncEngine:
             connection.exec_driver_sql("BEGIN")
 
     return engine
+
+
+def watch_pool(engine: AsyncEngine, checked_out: Callable[[int], None]) -> None:
+    """Call `checked_out` with +1 when a pooled connection is taken and -1 when it is given
+    back (the gateway's gauge of database pool use, summed over its processes)."""
+
+    @sa.event.listens_for(engine.sync_engine.pool, "checkout")
+    def _taken(_dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        checked_out(1)
+
+    @sa.event.listens_for(engine.sync_engine.pool, "checkin")
+    def _given_back(_dbapi_connection: Any, _record: Any) -> None:
+        checked_out(-1)
+
+
+def pool_size(engine: AsyncEngine) -> int:
+    """Connections the pool keeps (more are opened beyond it, up to its overflow)."""
+    size = getattr(engine.sync_engine.pool, "size", None)
+    return int(size()) if callable(size) else 0

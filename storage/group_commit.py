@@ -56,6 +56,8 @@ class GroupCommit(Generic[Request, Result]):
         self._pending: list[tuple[Request, asyncio.Future[Result]]] = []
         self._writer: asyncio.Task[None] | None = None
         self.stats = GroupCommitStats()
+        self.on_batch: Callable[[int], None] | None = None
+        """Told the size of each batch committed (the gateway's metrics)."""
 
     async def submit(self, request: Request) -> Result:
         """Queue `request`; return its result once the transaction holding it has committed."""
@@ -91,6 +93,8 @@ class GroupCommit(Generic[Request, Result]):
         self.stats.commits += 1
         self.stats.requests += len(batch)
         self.stats.largest = max(self.stats.largest, len(batch))
+        if self.on_batch is not None:
+            self.on_batch(len(batch))
         for (_, answer), outcome in zip(batch, outcomes, strict=True):
             if answer.done():
                 continue  # the caller went away; its message is stored all the same

@@ -13,7 +13,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.disposal import Placement, Reason
 from qm.model import Message, NewMessage, Queue
-from qm.store import Claim, EnqueueResult, PositionState, Selector
+from qm.store import (
+    NO_FILTER,
+    Claim,
+    EnqueueResult,
+    MessageFilter,
+    Moved,
+    PositionState,
+    Reshape,
+    Selector,
+)
 from storage import rows, statements
 from storage.consequences import Consequences
 from storage.counters import Counters
@@ -21,6 +30,7 @@ from storage.database import Database
 from storage.group_commit import GroupCommit
 from storage.holds import delete_rows, unlock
 from storage.receiving import Receiver, ReceiveRequest
+from storage.relocation import Relocation
 from storage.sending import EnqueueRequest, Sender
 from storage.tables import LOCKED, TXN_ENQUEUE, messages
 
@@ -33,6 +43,7 @@ class SqlMessages:
         self.sender = sender
         self.receiver = receiver
         self._counters = counters
+        self._relocation = Relocation(db)
 
     @property
     def group_commit(self) -> GroupCommit[EnqueueRequest, list[EnqueueResult]]:
@@ -60,8 +71,10 @@ class SqlMessages:
     def may_have_more(self, queue_id: int) -> bool:
         return self.receiver.may_have_more(queue_id)
 
-    async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
-        return await self.receiver.take_many(queue, limit, now)
+    async def take_many(
+        self, queue: Queue, limit: int, now: datetime, max_bytes: int | None = None
+    ) -> list[Message]:
+        return await self.receiver.take_many(queue, limit, now, max_bytes)
 
     async def new_message_id(self) -> str:
         return await self._counters.new_message_id()
@@ -74,6 +87,14 @@ class SqlMessages:
         async with self._db.reading() as connection:
             return frozenset((await connection.execute(_ARRIVED_SINCE, values)).scalars())
 
+    async def move(
+        self, queue_id: int, lookup_ids: Sequence[int], reshape: Reshape, now: datetime
+    ) -> list[Moved]:
+        return await self._relocation.move(queue_id, lookup_ids, reshape, now)
+
+    async def insert_all(self, batch: Sequence[NewMessage]) -> list[Message]:
+        return await self._relocation.insert_all(batch)
+
     async def place(self, placements: Sequence[Placement], now: datetime) -> None:
         async with self._db.transaction() as connection:
             await Consequences(self._db, connection, now).place(placements)
@@ -85,11 +106,35 @@ class SqlMessages:
             row = (await connection.execute(statement, values)).mappings().first()
         return None if row is None else rows.message_from_row(row)
 
-    async def browse(self, queue_id: int, after: int, limit: int, now: datetime) -> list[Message]:
+    async def browse(
+        self, queue_id: int, after: int, limit: int, now: datetime, where: MessageFilter = NO_FILTER
+    ) -> list[Message]:
         values = statements.available_values(queue_id, rows.to_us(now)) | {"after": after, "limit": limit}
+        statement = _BROWSE if where.empty else _BROWSE.where(*_kept(where))
         async with self._db.reading() as connection:
-            found = (await connection.execute(_BROWSE, values)).mappings().all()
+            found = (await connection.execute(statement, values)).mappings().all()
         return [rows.message_from_row(row) for row in found]
+
+    async def browse_within(
+        self,
+        queue_id: int,
+        after: int,
+        limit: int,
+        now: datetime,
+        max_bytes: int,
+        where: MessageFilter = NO_FILTER,
+    ) -> tuple[list[Message], bool]:
+        """Two reads: the sizes of the page's messages, then the rows of those that fit, so
+        bodies past the budget are never loaded."""
+        values = statements.available_values(queue_id, rows.to_us(now)) | {"after": after, "limit": limit}
+        sizes_read, browse = statements.FIRST_SIZES_READ, _BROWSE
+        if not where.empty:
+            sizes_read, browse = sizes_read.where(*_kept(where)), browse.where(*_kept(where))
+        async with self._db.reading() as connection:
+            sizes = (await connection.execute(sizes_read, values)).scalars().all()
+            count = statements.fitting(sizes, max_bytes)
+            found = (await connection.execute(browse, values | {"limit": count})).mappings().all()
+        return [rows.message_from_row(row) for row in found], count < len(sizes) or len(sizes) == limit
 
     async def position_state(self, queue_id: int, lookup_id: int, now: datetime) -> PositionState:
         statement = sa.select(m.state, m.ttbr_deadline).where(
@@ -145,6 +190,24 @@ _BROWSE = (
     .order_by(m.lookup_id)
     .limit(sa.bindparam("limit", type_=sa.Integer))
 )
+
+
+def _kept(where: MessageFilter) -> list[sa.ColumnElement[bool]]:
+    """An operator's filter as conditions (a label part matched as written, any case)."""
+    conditions = []
+    if where.label:
+        conditions.append(sa.func.lower(m.label).contains(where.label.lower(), autoescape=True))
+    if where.message_class is not None:
+        conditions.append(m.message_class == where.message_class)
+    if where.priority is not None:
+        conditions.append(m.priority == where.priority)
+    if where.arrived_after is not None:
+        conditions.append(m.arrived_time >= rows.to_us(where.arrived_after))
+    if where.arrived_before is not None:
+        conditions.append(m.arrived_time < rows.to_us(where.arrived_before))
+    if where.correlation_id is not None:
+        conditions.append(m.correlation_id == where.correlation_id)
+    return conditions
 
 
 @functools.cache

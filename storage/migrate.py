@@ -23,3 +23,12 @@ def upgrade(url: str, revision: str = "head") -> None:
 
 def downgrade(url: str, revision: str) -> None:
     command.downgrade(alembic_config(url), revision)
+
+
+def head_revision() -> str:
+    """The newest revision of the migrations shipped with this code: what a ready store is at."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    assert head is not None, "the migrations have one head"
+    return head

@@ -8,6 +8,8 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.disposal import Reason
@@ -50,8 +52,29 @@ class SqlOutgoing:
         assert found is not None
         return found
 
-    async def list_outgoing_queues(self) -> list[OutgoingQueue]:
-        return await self._outgoing(q.kind == QueueKind.OUTGOING.value)
+    async def list_outgoing_queues(self, after: int = 0, limit: int | None = None) -> list[OutgoingQueue]:
+        return await self._outgoing(q.kind == QueueKind.OUTGOING.value, q.id > after, limit=limit)
+
+    async def remove_idle_outgoing_queues(self, before: datetime, now: datetime, limit: int) -> int:
+        """One DELETE, its conditions checked again on each row it removes: a message written
+        meanwhile keeps its queue (no message row is ever removed here)."""
+        before_us, now_us = rows.to_us(before), rows.to_us(now)
+        idle = sa.and_(
+            q.kind == QueueKind.OUTGOING.value,
+            q.message_count == 0,
+            q.created_at < before_us,
+            ~sa.exists().where(m.queue_id == q.id),
+            q.id.in_(
+                sa.select(o.queue_id).where(
+                    sa.or_(o.last_attempt_at.is_(None), o.last_attempt_at < before_us),
+                    sa.or_(o.owner.is_(None), o.lease_expires_at < now_us),
+                )
+            ),
+        )
+        candidates = sa.select(q.id).where(idle).order_by(q.id).limit(limit).scalar_subquery()
+        async with self._db.transaction() as connection:
+            gone = await connection.execute(sa.delete(queues).where(q.id.in_(candidates), idle))
+        return int(gone.rowcount)
 
     async def get_outgoing_queue(self, queue_id: int) -> OutgoingQueue | None:
         found = await self._outgoing(q.id == queue_id)
@@ -87,12 +110,15 @@ class SqlOutgoing:
                 .values(owner=None, lease_expires_at=None)
             )
 
-    async def _outgoing(self, *conditions: sa.ColumnElement[bool]) -> list[OutgoingQueue]:
+    async def _outgoing(
+        self, *conditions: sa.ColumnElement[bool], limit: int | None = None
+    ) -> list[OutgoingQueue]:
         statement = (
             sa.select(queues, outgoing_queues)
             .join(outgoing_queues, o.queue_id == q.id)
             .where(*conditions)
             .order_by(q.id)
+            .limit(limit)
         )
         async with self._db.engine.connect() as connection:
             found = (await connection.execute(statement)).mappings().all()
@@ -167,24 +193,30 @@ class SqlOutgoing:
             stream.stream_id, ordinal, None if previous == ordinal - 1 else previous
         )
 
-    @staticmethod
     async def _outgoing_stream(
-        connection: AsyncConnection, queue_id: int, candidate_stream_id: str, now: datetime
+        self, connection: AsyncConnection, queue_id: int, candidate_stream_id: str, now: datetime
     ) -> sa.Row[Any]:
-        statement = sa.select(outgoing_streams).where(os_.queue_id == queue_id)
+        """The queue's stream row, created on its first transactional send. Two writers may
+        create it at once (two processes sending, a send racing a receipt): the insert does
+        nothing when the row is there, and the row is read back locked (PostgreSQL: FOR UPDATE;
+        SQLite has one writer), so the stream's next ordinal is advanced by one writer at a time."""
+        statement = sa.select(outgoing_streams).where(os_.queue_id == queue_id).with_for_update()
         row = (await connection.execute(statement)).first()
-        if row is None:
-            await connection.execute(
-                sa.insert(outgoing_streams).values(
-                    queue_id=queue_id,
-                    stream_id=candidate_stream_id,
-                    next_ordinal=1,
-                    acknowledged_ordinal=0,
-                    created_at=rows.to_us(now),
-                )
+        if row is not None:
+            return row
+        insert = sqlite_insert if self._db.sqlite else postgresql_insert
+        await connection.execute(
+            insert(outgoing_streams)
+            .values(
+                queue_id=queue_id,
+                stream_id=candidate_stream_id,
+                next_ordinal=1,
+                acknowledged_ordinal=0,
+                created_at=rows.to_us(now),
             )
-            row = (await connection.execute(statement)).one()
-        return row
+            .on_conflict_do_nothing(index_elements=[os_.queue_id])
+        )
+        return (await connection.execute(statement)).one()
 
     @staticmethod
     async def _previous_ordinal(
@@ -215,13 +247,21 @@ class SqlOutgoing:
         outgoing queue (DELIVERED), except a message that asked for MQMSG_DEADLETTER: that one
         gets its journal copy now and stays, never resent and no longer subject to its time to
         reach queue, until its final receipt (reference §4.4). None when the stream is not one
-        this gateway sends."""
+        this gateway sends.
+
+        Only ordinals that were POSTed and answered 2xx (`sends` > 0) are settled, and the
+        stream's acknowledged ordinal never passes the highest of them: a receipt claiming more
+        than was delivered (forged, or from a confused receiver) settles nothing it claims
+        beyond that."""
         async with self._db.transaction() as connection:
             statement = sa.select(os_.queue_id).where(os_.stream_id == stream_id)
             queue_id = (await connection.execute(statement)).scalar()
             if queue_id is None:
                 return None
-            covered = sa.select(sm.lookup_id).where(sm.queue_id == queue_id, sm.ordinal <= last_ordinal)
+            delivered = (sm.queue_id == queue_id, sm.ordinal <= last_ordinal, sm.sends > 0)
+            highest = sa.select(sa.func.max(sm.ordinal)).where(*delivered)
+            acknowledged = (await connection.execute(highest)).scalar()
+            covered = sa.select(sm.lookup_id).where(*delivered)
             removal = sa.delete(messages).where(
                 m.lookup_id.in_(covered), m.state == AVAILABLE, sa.not_(_awaits_final_receipt())
             )
@@ -235,16 +275,16 @@ class SqlOutgoing:
             await consequences.settle(gone, placements)
             await connection.execute(
                 sa.delete(outgoing_stream_messages).where(
-                    sm.queue_id == queue_id,
-                    sm.ordinal <= last_ordinal,
+                    *delivered,
                     sa.or_(sm.acknowledged_at.is_(None), sm.lookup_id.not_in(sa.select(m.lookup_id))),
                 )
             )
-            await connection.execute(
-                sa.update(outgoing_streams)
-                .where(os_.queue_id == queue_id, os_.acknowledged_ordinal < last_ordinal)
-                .values(acknowledged_ordinal=last_ordinal)
-            )
+            if acknowledged is not None:
+                await connection.execute(
+                    sa.update(outgoing_streams)
+                    .where(os_.queue_id == queue_id, os_.acknowledged_ordinal < acknowledged)
+                    .values(acknowledged_ordinal=acknowledged)
+                )
             await connection.execute(
                 sa.update(outgoing_queues)
                 .where(o.queue_id == queue_id)
@@ -267,6 +307,7 @@ class SqlOutgoing:
                     .where(
                         sm.queue_id == queue_id,
                         sm.ordinal <= last_ordinal,
+                        sm.sends > 0,
                         sm.acknowledged_at.is_(None),
                         sm.lookup_id.in_(waiting),
                     )
@@ -287,14 +328,20 @@ class SqlOutgoing:
     ) -> bool | None:
         """A final receipt for a message sent on `stream_id`: it leaves the outgoing queue, to
         the transactional dead-letter queue when the outcome is negative (and it asked for
-        that). False when no such message waits here; None when the stream is not ours."""
+        that). False when no such message waits here, or it was never answered 2xx (nothing
+        the receiver could report on); None when the stream is not ours."""
         async with self._db.transaction() as connection:
             statement = sa.select(os_.queue_id).where(os_.stream_id == stream_id)
             queue_id = (await connection.execute(statement)).scalar()
             if queue_id is None:
                 return None
+            delivered = sa.select(sm.lookup_id).where(sm.queue_id == queue_id, sm.sends > 0)
             removal = sa.delete(messages).where(
-                m.queue_id == queue_id, m.message_id == message_id, m.state == AVAILABLE, m.transactional
+                m.queue_id == queue_id,
+                m.message_id == message_id,
+                m.state == AVAILABLE,
+                m.transactional,
+                m.lookup_id.in_(delivered),  # a receiver reports only on what it took
             )
             gone = (await connection.execute(removal.returning(*messages.c))).mappings().all()
             await Consequences(self._db, connection, now).concluded(gone, reason)

@@ -147,9 +147,16 @@ class Receiver:
             raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")
         return int(found[0]["available"])
 
-    async def take_many(self, queue: Queue, limit: int, now: datetime) -> list[Message]:
-        """Receive up to `limit` available messages in queue order with one DELETE statement."""
+    async def take_many(
+        self, queue: Queue, limit: int, now: datetime, max_bytes: int | None = None
+    ) -> list[Message]:
+        """Receive up to `limit` available messages in queue order with one DELETE statement.
+        With `max_bytes`, the first messages' sizes are read (and on PostgreSQL locked, so that
+        no other receiver takes them meanwhile) in the same transaction, and only as many are
+        taken as fit: one answer never carries more than that of bodies (but always one)."""
         async with self._db.transaction() as connection:
+            if max_bytes is not None:
+                limit = await self._fitting(connection, queue.id, limit, now, max_bytes)
             taken = await self._delete_first(connection, queue.id, queue.path.key, limit, now)
             if taken:
                 known = {queue.id: (queue.path, queue.settings.journal)}
@@ -257,6 +264,14 @@ class Receiver:
                 missing = MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")
                 for index in indexes:
                     answers[index] = missing
+
+    async def _fitting(
+        self, connection: AsyncConnection, queue_id: int, limit: int, now: datetime, max_bytes: int
+    ) -> int:
+        statement = statements.FIRST_SIZES_SQLITE if self._db.sqlite else statements.FIRST_SIZES_POSTGRESQL
+        values = statements.available_values(queue_id, rows.to_us(now)) | {"after": 0, "limit": limit}
+        sizes = (await connection.execute(statement, values)).scalars().all()
+        return statements.fitting(sizes, max_bytes)
 
     async def _delete_first(
         self, connection: AsyncConnection, queue_id: int, key: str, limit: int, now: datetime

@@ -258,6 +258,9 @@ class Sender:
         last_accepted = None if stream is None else stream.last_ordinal
         if item.stream is not None and not streams.accepts(last_accepted, item.stream):
             return EnqueueOutcome.DUPLICATE  # or out of order: the sender resends in order
+        if item.stream is not None and stream is None:
+            if not await self._streams.room_for_stream(connection, item.stream):
+                return EnqueueOutcome.STREAM_LIMIT_REACHED
         queue = totals[item.queue_id]
         size = rules.stored_size(item.properties)
         outcome = rules.admit(

@@ -14,9 +14,11 @@ from storage.database import Database
 from storage.group_commit import GroupCommitConfig
 from storage.housekeeping import Housekeeping
 from storage.messages import SqlMessages
+from storage.observation import SqlObservation
 from storage.outgoing import SqlOutgoing
 from storage.queues import SqlQueues
 from storage.receiving import Receiver
+from storage.redrives import SqlRedrives
 from storage.removal import Removal
 from storage.sending import Sender
 from storage.streams import SqlStreams
@@ -44,6 +46,8 @@ class SqlStore:
         self.outgoing = SqlOutgoing(self.db)
         self.triggers = SqlTriggers(self.db)
         self.access = SqlAccess(self.db)
+        self.redrives = SqlRedrives(self.db)
+        self.observation = SqlObservation(self.db)
 
     @property
     def engine(self) -> AsyncEngine:

@@ -35,6 +35,37 @@ class SqlStreams:
         row = (await connection.execute(statement)).first()
         return None if row is None else StreamState(row.last_ordinal, row.first_unacknowledged_at)
 
+    async def room_for_stream(self, connection: AsyncConnection, position: StreamPosition) -> bool:
+        """The stream's sender may open another one (StreamPosition.max_streams_per_sender), and
+        all senders together have fewer than StreamPosition.max_streams.
+        Counted, then inserted by advance_stream: concurrent first messages of new streams from
+        one sender may pass the limit by as many as arrive together."""
+        counted = sa.select(sa.func.count()).select_from(srmp_streams)
+        limit = position.max_streams_per_sender
+        if limit is not None:
+            sender = streams.stream_sender(position.stream_id)
+            if int((await connection.execute(counted.where(s.sender == sender))).scalar_one()) >= limit:
+                return False
+        total = position.max_streams
+        return total is None or int((await connection.execute(counted)).scalar_one()) < total
+
+    async def forget_idle_streams(self, before: datetime, limit: int) -> int:
+        """Delete up to `limit` streams untouched since `before` that owe their sender nothing
+        (no receipt due): a sender resuming one after that starts a new stream."""
+        idle = (
+            sa.select(s.stream_id)
+            .where(s.updated_at < rows.to_us(before), s.receipt_due_at.is_(None))
+            .order_by(s.updated_at)
+            .limit(limit)
+        )
+        async with self._db.transaction() as connection:
+            gone = await connection.execute(
+                sa.delete(srmp_streams).where(
+                    s.stream_id.in_(idle.scalar_subquery()), s.updated_at < rows.to_us(before)
+                )
+            )
+        return int(gone.rowcount)
+
     async def advance_stream(
         self, connection: AsyncConnection, position: StreamPosition, state: StreamState | None, now: datetime
     ) -> bool:
@@ -51,6 +82,7 @@ class SqlStreams:
                 insert(srmp_streams)
                 .values(
                     stream_id=position.stream_id,
+                    sender=streams.stream_sender(position.stream_id),
                     last_ordinal=position.current,
                     acknowledged_ordinal=0,
                     send_receipts_to=position.send_receipts_to or "",

@@ -128,11 +128,13 @@ transactions = sa.Table(
 received_message_ids = sa.Table(
     "received_message_ids",
     metadata,
-    sa.Column("message_id", sa.String(100), primary_key=True),
+    sa.Column("message_id", sa.String(200), primary_key=True),
     sa.Column("received_at", sa.BigInteger, nullable=False),
     sa.Index("ix_received_message_ids_received_at", "received_at"),
 )
-"""Message IDs of SRMP messages stored recently, for duplicate elimination (reference §1.7)."""
+"""SRMP messages stored recently, for duplicate elimination (reference §1.7). `message_id` holds
+the duplicate key qm.rules.duplicate_key makes of source queue manager, destination queue and
+message ID (migration 0009; before it, the message ID alone)."""
 
 cursors = sa.Table(
     "cursors",
@@ -145,9 +147,10 @@ cursors = sa.Table(
     sa.Index("ix_cursors_expires_at", "expires_at"),
 )
 
-# The pipeline's ledgers (migration 0004). The pipeline writes them with plain SQL; the
-# gateway never reads them. The export view `message_export_v1` is created by that
-# migration too (views are not part of this metadata).
+# The pipeline's ledgers (migration 0004). The pipeline writes the archive's and stages
+# redrives with plain SQL; the gateway applies staged redrives (storage/redrives.py). The
+# export view `message_export_v1` is created by that migration too (views are not part of
+# this metadata).
 
 archive_runs = sa.Table(
     "archive_runs",
@@ -202,7 +205,25 @@ redrive_ledger = sa.Table(
     sa.Column("target_queue_id", sa.Integer, nullable=False),
     sa.Column("redriven_at", sa.BigInteger, nullable=False),
 )
-"""Each dead letter redriven at most once: its lookup ID is the primary key."""
+"""Each dead letter redriven at most once: its lookup ID is the primary key. `new_lookup_id`
+is 0 when the message was sent by an earlier attempt that crashed before recording it (its
+duplicate key then made the retry a no-op)."""
+
+redrive_batches = sa.Table(
+    "redrive_batches",
+    metadata,
+    sa.Column("batch_id", sa.String(64), primary_key=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("staged_count", sa.BigInteger, nullable=False),
+    sa.Column("resent_count", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("skipped_count", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("staged_at", sa.BigInteger, nullable=False),
+    sa.Column("finished_at", sa.BigInteger, nullable=True),
+    sa.Index("ix_redrive_batches_status", "status"),
+)
+"""A staged redrive (migration 0011): staged -> applied | failed. Its staging rows are gone
+once it is applied or failed."""
 
 srmp_streams = sa.Table(
     "srmp_streams",
@@ -217,11 +238,16 @@ srmp_streams = sa.Table(
     sa.Column("receipt_attempts", sa.Integer, nullable=False),
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Column("updated_at", sa.BigInteger, nullable=False),
+    sa.Column("sender", sa.String(200), nullable=True),
     sa.Index("ix_srmp_streams_receipt_due_at", "receipt_due_at"),
+    sa.Index("ix_srmp_streams_sender", "sender"),
+    sa.Index("ix_srmp_streams_updated_at", "updated_at"),
 )
 """Incoming SRMP streams (reference §4.2): the last accepted ordinal, written in the same commit
 as the message, and what the sender has been told. Kept after the queue goes: a sender may
-resume a stream after a long outage."""
+resume a stream after a long outage; forgotten after MSMQGW_SRMP_STREAM_IDLE_S untouched with
+nothing owed. `sender` (qm.streams.stream_sender, migration 0009) counts the streams of one
+sender against MSMQGW_SRMP_MAX_STREAMS_PER_SENDER."""
 
 outgoing_queues = sa.Table(
     "outgoing_queues",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -50,6 +50,7 @@ m = messages.c
 class SqlTriggers:
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._invocation_listeners: list[Callable[[Invocation], None]] = []
 
     # -- triggers ---------------------------------------------------------------------
 
@@ -129,9 +130,18 @@ class SqlTriggers:
 
     # -- the invocation log -----------------------------------------------------------
 
+    def on_invocation(self, listener: Callable[[Invocation], None]) -> None:
+        """Call `listener` with each invocation once its log entry is committed (metrics)."""
+        self._invocation_listeners.append(listener)
+
+    def _logged(self, invocation: Invocation) -> None:
+        for listener in self._invocation_listeners:
+            listener(invocation)
+
     async def add_invocation(self, invocation: Invocation) -> None:
         async with self._db.transaction() as connection:
             await connection.execute(sa.insert(trigger_invocations).values(_invocation_values(invocation)))
+        self._logged(invocation)
 
     async def list_invocations(self, trigger_id: str, after: int, limit: int) -> list[Invocation]:
         statement = (
@@ -200,6 +210,7 @@ class SqlTriggers:
             receipts = await consequences.final_receipts_earned([row], Reason.REJECTED)
             await consequences.settle([row], [*placements, *receipts])
             await connection.execute(sa.insert(trigger_invocations).values(_invocation_values(invocation)))
+        self._logged(invocation)
         return True
 
 
@@ -239,6 +250,7 @@ def _rule_values(rule: Rule, now: datetime) -> dict[str, Any]:
         "headers": [list(header) for header in action.headers],
         "body_template": action.body_template,
         "command": list(action.command),
+        "substitute_arguments": list(action.substitute_arguments),
     }
     return {
         "id": rule.id,
@@ -262,6 +274,8 @@ def _rule_from_row(row: Row) -> Rule:
         headers=tuple((name, value) for name, value in document["headers"]),
         body_template=document["body_template"],
         command=tuple(document["command"]),
+        # Rules stored before the opt-in existed substitute nothing (the safe reading).
+        substitute_arguments=tuple(document.get("substitute_arguments", ())),
     )
     return Rule(row["id"], row["name"], row["description"], conditions, action)
 

@@ -31,7 +31,12 @@ class GatewayProcess:
     """`serve --no-migrate` on an already migrated database, with `MSMQGW_*` settings given."""
 
     def __init__(
-        self, database_url: str, settings: dict[str, str], log: Path, port: int | None = None
+        self,
+        database_url: str,
+        settings: dict[str, str],
+        log: Path,
+        port: int | None = None,
+        workers: int = 1,
     ) -> None:
         self.log = log
         self.port = port or free_port()
@@ -46,6 +51,8 @@ class GatewayProcess:
             "127.0.0.1",
             "--port",
             str(self.port),
+            "--workers",
+            str(workers),
         ]
         with log.open("ab") as output:
             self.process = subprocess.Popen(

@@ -54,3 +54,9 @@ class ObservedWakeUps:
         async with asyncio.timeout(WAIT_LIMIT_S):
             while self.waiting < count:
                 await self._change.wait()
+
+    async def until_none_waiting(self) -> None:
+        """Return once no reader is blocked any more."""
+        async with asyncio.timeout(WAIT_LIMIT_S):
+            while self.waiting > 0:
+                await self._change.wait()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 from dataclasses import dataclass
 
 import httpx
@@ -24,9 +25,11 @@ class PostResult:
 class SrmpClient:
     """POSTs envelopes; never follows redirects (targets were checked against the allow-list)."""
 
-    def __init__(self, timeout_s: float) -> None:
+    def __init__(self, timeout_s: float, verify: ssl.SSLContext | bool = True) -> None:
         self._timeout_s = timeout_s
-        self._client = httpx.AsyncClient(timeout=timeout_s, follow_redirects=False, trust_env=False)
+        self._client = httpx.AsyncClient(
+            timeout=timeout_s, follow_redirects=False, trust_env=False, verify=verify
+        )
 
     async def post(self, url: str, envelope: SrmpEnvelope) -> PostResult:
         """`timeout_s` bounds the whole POST (httpx's own timeouts bound each read or write only):
@@ -43,3 +46,12 @@ class SrmpClient:
 
     async def close(self) -> None:
         await self._client.aclose()
+
+
+def outbound_verification(ca_file: str) -> ssl.SSLContext | bool:
+    """How outbound HTTPS is verified: against `ca_file` (MSMQGW_OUTBOUND_CA_FILE) when given,
+    else against httpx's default bundle. Never off: a sender-supplied URL must not reach a
+    server that cannot prove its name."""
+    if not ca_file:
+        return True
+    return ssl.create_default_context(cafile=ca_file)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from app.outbound.client import SrmpClient
 from qm.manager import QueueManager
@@ -15,10 +16,18 @@ log = logging.getLogger(__name__)
 
 
 class StreamReceiptSender:
-    def __init__(self, manager: QueueManager, client: SrmpClient, mapping: TimerMapping) -> None:
+    def __init__(
+        self,
+        manager: QueueManager,
+        client: SrmpClient,
+        mapping: TimerMapping,
+        counted: Callable[[str], None] | None = None,
+    ) -> None:
         self._manager = manager
         self._client = client
         self._mapping = mapping
+        self._counted = counted or (lambda _result: None)
+        """Told each receipt's result: `sent`, `failed` (retried) or `not_allowed` (metrics)."""
 
     async def send_due(self) -> int:
         """Send every due receipt; return how many the senders accepted."""
@@ -37,6 +46,7 @@ class StreamReceiptSender:
                 due.send_receipts_to,
             )
             await self._manager.stream_receipt_failed(due, retry=False)
+            self._counted("not_allowed")
             return 0
         envelope = build_stream_receipt(
             stream_id=StreamId.parse(due.stream_id),
@@ -50,7 +60,9 @@ class StreamReceiptSender:
         result = await self._client.post(target, envelope)
         if result.verdict is Verdict.DELIVERED:
             await self._manager.stream_receipt_sent(due)
+            self._counted("sent")
             return 1
         log.info("stream receipt for %s to %s failed: %s", due.stream_id, target, result.describe())
         await self._manager.stream_receipt_failed(due, retry=True)
+        self._counted("failed")
         return 0

@@ -6,11 +6,11 @@ from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
+from pydantic import AwareDatetime
 
 from app import answers as a
 from app.docs import MESSAGE_EXAMPLE, SENT_EXAMPLE
 from app.gateway import (
-    LOOKUP_ID_PATTERN,
     DecodeParam,
     Gateway,
     GatewayDep,
@@ -19,12 +19,13 @@ from app.gateway import (
     canonical_queue,
     check_wait,
     gateway_of,
-    parse_lookup_id,
 )
 from app.http import json_response, message_from_request, message_response
-from app.schemas import MessageOut, MessagePage, SentOut, message_fields, sent_fields
+from app.parameters import LOOKUP_ID_PATTERN, parse_lookup_id
+from app.schemas import MessageOut, MessagePage, SentOut, decode_base64, message_fields, sent_fields
 from qm.errors import MqError, MqErrorCode
-from qm.model import Message
+from qm.model import CORRELATION_ID_SIZE, Message
+from qm.store import MessageFilter
 
 send_router = APIRouter(tags=["messages"])
 """Send and browse (`…/messages`): no lookup route can shadow them, so they are matched first."""
@@ -105,6 +106,10 @@ async def send(path: str, request: Request, transaction: TransactionParam = None
 @send_router.get(
     "/api/queues/{path:path}/messages",
     summary="List available messages in queue order",
+    description="A page at a time (keyset pagination on the lookup ID): at most `limit` messages, "
+    "stopping before its bodies pass MSMQGW_MAX_ANSWER_BYTES (at least one message); `next_after` "
+    "continues it, null at the end. Filters, all of which must hold: part of the label, class, "
+    "priority, arrival time, correlation ID.",
     responses=a.answers(
         a.ok({"messages": [MESSAGE_EXAMPLE], "next_after": None}), a.INVALID_PARAMETER, a.QUEUE_PATH
     ),
@@ -121,11 +126,47 @@ async def browse(
     ] = "0",
     limit: Annotated[int, Query(ge=1, le=1000, description="At most this many messages")] = 100,
     decode: DecodeParam = False,
+    label: Annotated[
+        str | None, Query(max_length=250, description="Only labels containing this, any case")
+    ] = None,
+    message_class: Annotated[int | None, Query(ge=0, le=65535, description="Only this class")] = None,
+    priority: Annotated[int | None, Query(ge=0, le=7, description="Only this priority")] = None,
+    arrived_after: Annotated[
+        AwareDatetime | None, Query(description="Only messages that arrived at or after this time")
+    ] = None,
+    arrived_before: Annotated[
+        AwareDatetime | None, Query(description="Only messages that arrived before this time")
+    ] = None,
+    correlation_id: Annotated[
+        str | None, Query(description="Only this correlation ID (20 bytes, base64)")
+    ] = None,
 ) -> MessagePage:
-    found = await gateway.reader.browse(path, parse_lookup_id(after), limit)
+    where = MessageFilter(
+        label=label,
+        message_class=message_class,
+        priority=priority,
+        arrived_after=arrived_after,
+        arrived_before=arrived_before,
+        correlation_id=None if correlation_id is None else _correlation(correlation_id),
+    )
+    budget = gateway.settings.max_answer_bytes
+    found, more = await gateway.reader.browse_within(path, parse_lookup_id(after), limit, budget, where)
     queue = canonical_queue(gateway, path)
     page = [MessageOut.of(message, queue, decode=decode) for message in found]
-    return MessagePage(messages=page, next_after=page[-1].lookup_id if len(page) == limit else None)
+    return MessagePage(messages=page, next_after=page[-1].lookup_id if more and page else None)
+
+
+def _correlation(text: str) -> bytes:
+    try:
+        value = decode_base64(text)
+    except ValueError as error:
+        raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, f"correlation_id: {error}") from None
+    if len(value) != CORRELATION_ID_SIZE:
+        raise MqError(
+            MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+            f"correlation_id: a correlation ID has {CORRELATION_ID_SIZE} bytes, not {len(value)}",
+        )
+    return value
 
 
 @router.post(
@@ -133,7 +174,8 @@ async def browse(
     summary="Receive the first message (waits up to timeout_ms)",
     description="Removes the first available message. With `two_phase=true` the message is locked "
     "instead and returned with a `lock_tag`: commit or abort it under /api/locks. With "
-    '`max_messages=N` up to N messages are removed at once, answered as `{"messages": [...]}`.',
+    '`max_messages=N` up to N messages are removed at once, answered as `{"messages": [...]}`, '
+    "and no more than fit in MSMQGW_MAX_ANSWER_BYTES of bodies (at least one).",
     responses=a.answers(RECEIVED, a.INVALID_PARAMETER, a.QUEUE_PATH, a.IN_TRANSACTION),
 )
 async def receive(
@@ -185,7 +227,8 @@ async def _receive_while_connected(
 async def _receive_batch(
     request: Request, gateway: Gateway, path: str, wait: int, max_messages: int, queue: str, decode: bool
 ) -> Response:
-    taken = await gateway.reader.receive_many(path, wait, max_messages, HangUp(request))
+    budget = gateway.settings.max_answer_bytes
+    taken = await gateway.reader.receive_many(path, wait, max_messages, HangUp(request), budget)
     if not taken:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
     return json_response({"messages": [message_fields(message, queue, decode=decode) for message in taken]})

@@ -21,6 +21,7 @@ from app.docs import SOAP_FAULT_EXAMPLE, SOAP_REQUEST_BODY, SOAP_RESPONSE_EXAMPL
 from app.errors import HTTP_STATUS, HttpMqError
 from app.gateway import Gateway, GatewayDep, canonical_queue, check_wait
 from app.http import read_capped
+from app.parameters import stored_lookup_id
 from app.routes.messages import _receive_while_connected
 from app.schemas import decoded_fields
 from qm.errors import MqError, MqErrorCode
@@ -182,18 +183,22 @@ async def _message_call(
                 await gateway.manager.send(call.queue, call.properties, call.transaction), queue
             )
         case calls.Receive():
-            wait = check_wait(gateway, call.timeout_ms)
+            wait = check_wait(gateway, call.timeout_ms, SOAP_WAIT)
             message = await _receive_while_connected(request, gateway, call.queue, wait, call.transaction)
         case calls.Peek():
-            message = await gateway.reader.peek(call.queue, check_wait(gateway, call.timeout_ms))
+            message = await gateway.reader.peek(call.queue, check_wait(gateway, call.timeout_ms, SOAP_WAIT))
         case calls.ByLookupId():
             seek = Seek(call.action.value)
             message = await gateway.reader.by_lookup_id(
-                call.queue, seek, call.lookup_id, call.receive, call.transaction
+                call.queue, seek, stored_lookup_id(call.lookup_id), call.receive, call.transaction
             )
     if message is None:
         return {"message": None}
     return {"message": message_values(message, queue, decoded_fields(message) if call.decode else None)}
+
+
+SOAP_WAIT = ("<timeout>", "call again after an answer without a <message>")
+"""The wait in the SOAP API's words (REST's are `timeout_ms` and a 204)."""
 
 
 def _check_body_size(call: calls.Send, max_body_bytes: int) -> None:

@@ -41,7 +41,14 @@ from soap.urls import parse_http_url, queue_path_of
 from storage.errors import DATABASE_ERRORS, is_unavailable
 
 router = APIRouter(tags=["srmp"])
-Outcome = Literal["stored", "duplicates", "stream_receipts"]
+Outcome = Literal["stored", "duplicates", "stream_receipts", "stray_stream_receipts"]
+_METRIC_OUTCOMES: dict[Outcome, str] = {
+    "stored": "stored",
+    "duplicates": "duplicate",
+    "stream_receipts": "stream_receipt",
+    "stray_stream_receipts": "stray_stream_receipt",
+}
+"""Outcome -> the `outcome` label of msmqgw_srmp_requests_total."""
 log = logging.getLogger(__name__)
 
 _RETRY_LATER = {QuotaExceeded: HTTPStatus.SERVICE_UNAVAILABLE}
@@ -123,6 +130,7 @@ async def answer_srmp(scope: Scope, receive: Receive, gateway: Gateway) -> HTTPS
         status = HTTPStatus.SERVICE_UNAVAILABLE if is_unavailable(error) else HTTPStatus.INTERNAL_SERVER_ERROR
         return _refused(status, "the message store failed", path, gateway)
     setattr(gateway.srmp, outcome, getattr(gateway.srmp, outcome) + 1)
+    gateway.metrics.srmp(HTTPStatus.OK, _METRIC_OUTCOMES[outcome])
     return HTTPStatus.OK
 
 
@@ -156,8 +164,8 @@ async def _read_envelope(scope: Scope, receive: Receive) -> SrmpEnvelope:
 
 async def _store(envelope: SrmpEnvelope, gateway: GatewayDep, scope: Scope) -> Outcome:
     """Store the message; the outcome names the counter it adds to."""
-    if envelope.stream_receipt is not None and await _our_stream_receipt(envelope, gateway):
-        return "stream_receipts"
+    if envelope.stream_receipt is not None:
+        return "stream_receipts" if await _our_stream_receipt(envelope, gateway) else "stray_stream_receipts"
     settings = gateway.settings
     queue = _local_queue(envelope, gateway)
     timers = envelope_timers(
@@ -167,6 +175,7 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep, scope: Scope) -> O
     )
     if timers.layout_mismatch:
         gateway.srmp.timer_layout_mismatches += 1
+        gateway.metrics.srmp_timer_layout_mismatches.inc()
         log.warning(
             "timer layout mismatch from %s (message %s): %s",
             envelope.msmq.source_qm_guid if envelope.msmq else "?",
@@ -208,9 +217,11 @@ async def _admit(
 
 
 async def _our_stream_receipt(envelope: SrmpEnvelope, gateway: GatewayDep) -> bool:
-    """A receipt for a stream this gateway sends (reference §4.7) settles its outgoing messages
-    and is not stored; a receipt for any other stream is stored like any message. With a
-    `<commitmentReceipt>` it is a final receipt (§4.4) as well, settled after the stream part."""
+    """A receipt for a stream this gateway sends (reference §4.7) settles its outgoing messages;
+    with a `<commitmentReceipt>` it is a final receipt (§4.4) as well, settled after the stream
+    part. False for any other stream: a stray or late receipt (another gateway's, a stream
+    already gone, a guess) settles nothing and is dropped, answered 200 like a hit so that a
+    prober learns nothing, and is never stored (no queue of ours is its destination)."""
     receipt = envelope.stream_receipt
     assert receipt is not None
     settled = await gateway.manager.outgoing_stream_acknowledged(receipt.stream_id.text, receipt.last_ordinal)
@@ -271,8 +282,10 @@ def _local_queue(envelope: SrmpEnvelope, gateway: GatewayDep) -> str:
 def _refused(status: HTTPStatus, reason: str, path: str, gateway: Gateway) -> HTTPStatus:
     if status == HTTPStatus.BAD_REQUEST:
         gateway.srmp.refused += 1
+        gateway.metrics.srmp(status, "refused")
     else:
         gateway.srmp.retry_later += 1
+        gateway.metrics.srmp(status, "retry_later")
     log.info("SRMP POST to %s answered %d: %s", path, status, reason)
     return status
 

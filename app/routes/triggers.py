@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, status
 
 from app import answers as a
+from app.parameters import InvocationAfter, RulePosition
 from app.trigger_schemas import (
     InvocationOut,
     InvocationPage,
@@ -42,6 +43,7 @@ RULE_EXAMPLE: dict[str, Any] = {
         "headers": {},
         "body_template": None,
         "command": [],
+        "substitute_arguments": [],
     },
 }
 TRIGGER_EXAMPLE: dict[str, Any] = {
@@ -217,9 +219,7 @@ async def attach_rule(
     trigger: str,
     rule: str,
     admin: AdminDep,
-    position: Annotated[
-        int | None, Query(ge=0, description="Index in the evaluation order (0: first)")
-    ] = None,
+    position: RulePosition = None,
 ) -> TriggerOut:
     return await _out(admin, await admin.attach(trigger, rule, position))
 
@@ -241,7 +241,7 @@ async def detach_rule(trigger: str, rule: str, admin: AdminDep) -> TriggerOut:
 async def invocations(
     trigger: str,
     admin: AdminDep,
-    after: Annotated[int, Query(ge=0, description="Entries after this id (keyset)")] = 0,
+    after: InvocationAfter = 0,
     limit: Annotated[int, Query(ge=1, le=1000, description="At most this many entries")] = 100,
 ) -> InvocationPage:
     entries = await admin.invocations(trigger, after, limit)

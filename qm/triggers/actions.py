@@ -46,6 +46,12 @@ class ActionFailed(Exception):
 
 
 class ActionRunner(Protocol):
+    async def prepare(self, action: Action) -> None:
+        """Get ready to run `action` (an HTTP client made, a library imported) before the
+        caller starts timing the attempt: preparation must never eat into the action's time
+        limit, nor be what times out."""
+        ...
+
     async def run(self, action: Action, parameters: Parameters) -> None:
         """Run once; raise ActionFailed on failure. The caller bounds the time."""
         ...
@@ -59,6 +65,14 @@ class AllowList:
     url_prefixes: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()
     commands_enabled: bool = False
+
+    def check_url(self, url: str) -> None:
+        """MQ_ERROR_INVALID_PARAMETER unless the final URL of a webhook (parameters substituted)
+        is within the allow-list and has no `.` or `..` segment: checked right before the request."""
+        if has_dot_segment(url):
+            raise invalid(f"{url!r} has a '.' or '..' path segment")
+        if not any(url_within(url, prefix) for prefix in self.url_prefixes):
+            raise invalid(f"{url!r} is outside the allow-list (MSMQGW_TRIGGER_ALLOWED_URLS)")
 
     def check(self, action: Action) -> None:
         """MQ_ERROR_INVALID_PARAMETER unless the action's target is allowed."""
@@ -87,15 +101,35 @@ def check_action(action: Action) -> None:
         parts = urllib.parse.urlsplit(action.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise invalid(f"{action.url!r} is not an absolute http:// or https:// URL")
+        if has_dot_segment(action.url):
+            raise invalid(f"{action.url!r} has a '.' or '..' path segment")
+        if action.substitute_arguments:
+            raise invalid("substitute_arguments is for command actions")
         texts = [action.url, action.body_template or "", *(value for _name, value in action.headers)]
     else:
         if not action.command or not action.command[0]:
             raise invalid("a command action names an executable")
+        arguments = len(action.command) - 1
+        for position in action.substitute_arguments:
+            if not 1 <= position <= arguments:
+                raise invalid(
+                    f"substitute_arguments: {position} is not an argument position (1 to {arguments})"
+                )
         texts = list(action.command[1:])
     for text in texts:
         for token in _TOKEN.findall(text):
             if token not in PARAMETER_NAMES:
                 raise invalid(f"unknown parameter {token}; known: {', '.join(PARAMETER_NAMES)}")
+
+
+_DOT_SEGMENTS = frozenset({".", ".."})
+
+
+def has_dot_segment(url: str) -> bool:
+    """A `.` or `..` path segment, percent-encoded or not: a server resolves it, so it could
+    leave the path the allow-list checked."""
+    path = urllib.parse.urlsplit(url).path
+    return any(urllib.parse.unquote(segment) in _DOT_SEGMENTS for segment in path.split("/"))
 
 
 def url_within(url: str, prefix: str) -> bool:
@@ -138,6 +172,28 @@ def parameters(message: Message, trigger: Trigger, rule: Rule) -> dict[str, str]
 def render(template: str, values: Parameters) -> str:
     """Replace each parameter token by its value (longest token wins: `$MSG_BODY_AS_STRING`)."""
     return _TOKEN.sub(lambda match: values.get(match.group(0), match.group(0)), template)
+
+
+def render_url(template: str, values: Parameters) -> str:
+    """A webhook URL: each value percent-encoded whole (`/`, `@`, `:`, `#`, `?` included), so a
+    message field stays inside the component the template put it in (it cannot add a user, a
+    host, a port, path segments or a fragment). The result is checked again before sending."""
+    return _TOKEN.sub(
+        lambda match: urllib.parse.quote(values.get(match.group(0), match.group(0)), safe=""), template
+    )
+
+
+def render_arguments(action: Action, values: Parameters) -> list[str]:
+    """The command line: the executable, then each argument as written, or with its parameters
+    replaced where the rule opted in (Action.substitute_arguments)."""
+    chosen = frozenset(action.substitute_arguments)
+    return [
+        action.command[0],
+        *(
+            render(argument, values) if position in chosen else argument
+            for position, argument in enumerate(action.command[1:], start=1)
+        ),
+    ]
 
 
 def default_body(values: Parameters) -> str:

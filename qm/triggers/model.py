@@ -69,6 +69,10 @@ class Action:
     """None: a JSON document of every parameter."""
     command: tuple[str, ...] = ()
     """Executable first, then one argument per item."""
+    substitute_arguments: tuple[int, ...] = ()
+    """Positions (1 = the first argument after the executable) of the command arguments whose
+    `$MSG_*` parameters are replaced; every other argument is passed exactly as written. Opt-in:
+    a message field in an argument lets whoever sends to the queue choose what the program gets."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -253,6 +253,7 @@ class TriggerWalker:
         return error is None
 
     async def _attempt(self, rule: Rule, values: dict[str, str]) -> str | None:
+        await self._service.runner.prepare(rule.action)  # outside the action's time limit
         try:
             async with asyncio.timeout(self._config.action_timeout_s):
                 await self._service.runner.run(rule.action, values)

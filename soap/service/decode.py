@@ -48,7 +48,7 @@ def parse_call(data: bytes, content_type: str | None, limits: Limits) -> calls.C
     MustUnderstand) when the request is not one this service can carry out."""
     try:
         charset = None if not content_type else parse_content_type(content_type).charset
-        root = parse_xml(data, charset, limits)
+        root = parse_xml(data, charset, limits, kind="SOAP API requests")
     except SrmpError as error:
         raise client_fault(MqErrorCode.MQ_ERROR_BAD_XML_FORMAT, error.reason) from None
     try:

@@ -45,7 +45,7 @@ class Trio:
     def outgoing(self) -> dict[str, Any]:
         response = self.a1.api.get("/api/outgoing-queues")
         assert response.status_code == 200, response.text
-        [queue] = response.json()
+        [queue] = response.json()["outgoing_queues"]
         return dict(queue)
 
 

@@ -57,7 +57,13 @@ def gateway(request: pytest.FixtureRequest, sqlite_databases: SqliteDatabases) -
         sqlite_databases if request.param == "sqlite" else request.getfixturevalue("postgres_databases")
     )
     with databases.dedicated_database() as database_url:
-        server = InProcessGateway(Settings(database_url=database_url, max_body_bytes=MAX_BODY_BYTES))
+        server = InProcessGateway(
+            Settings(
+                database_url=database_url,
+                max_body_bytes=MAX_BODY_BYTES,
+                allowed_hosts="127.0.0.1,gw01.example.net",
+            )
+        )
         session = requests.Session()
         try:
             server.start()

@@ -13,6 +13,9 @@ processes, each with a database of its own, started together:
 
 Every server takes gw01.example.net (the vectors' gateway) and wks-sales07.example.net (where
 the receipt vectors 09 and 10 are addressed, and the admin queue of 05 and 06) as local names.
+No server has `private$/order_queue$`, the queue vector 09 is addressed to: its stream is not
+one these servers send, so the receipt is answered 200 and dropped, and no queue appears
+(reference §4.3, §4.7).
 """
 
 from __future__ import annotations
@@ -41,7 +44,6 @@ LOCAL_HOST_NAMES = "gw01.example.net,wks-sales07.example.net"
 QUEUES = {
     "private$/orders": False,
     "private$/orders_tx": True,
-    "private$/order_queue$": False,
     "private$/acks": False,
 }
 ORDERS = "private$/orders"
@@ -300,8 +302,35 @@ def in_stream_order(server: Server, name: str) -> None:
         assert replay(server, intact(predecessor).raw).status == 200
 
 
+def stray_receipt(expected: dict[str, Any]) -> bool:
+    """A stream receipt for a stream the receiving gateway does not send (vector 09 here)."""
+    return bool(expected.get("message_type") == "stream receipt")
+
+
+def stray_receipts(server: Server) -> int:
+    counted: int = server.api.get("/api/srmp/statistics").json()["stray_stream_receipts"]
+    return counted
+
+
+STORED_VECTORS = [name for name in valid_names() if not stray_receipt(load(name).spec["expected"])]
+STRAY_RECEIPT_VECTORS = [name for name in valid_names() if stray_receipt(load(name).spec["expected"])]
+
+
+@pytest.mark.parametrize("name", STRAY_RECEIPT_VECTORS)
+def test_a_stream_receipt_for_a_stream_not_sent_here_is_answered_and_dropped(site: Site, name: str) -> None:
+    vector, server = intact(name), site.servers[MISC]
+    before, counted = server.counts(), stray_receipts(server)
+
+    statuses = [replay(server, vector.raw).status for _ in range(2)]
+
+    assert statuses == [vector.spec["expected_http_response"]["status"]] * 2
+    assert server.counts() == before
+    assert server.api.get(f"/api/queues/{target_queue(vector)}").status_code == 404
+    assert stray_receipts(server) == counted + 2
+
+
 @pytest.mark.parametrize("timers", COMBINATIONS, ids=str)
-@pytest.mark.parametrize("name", valid_names())
+@pytest.mark.parametrize("name", STORED_VECTORS)
 def test_valid_vector_is_stored_with_its_properties(site: Site, name: str, timers: TimerSettings) -> None:
     vector, server = intact(name), site.servers[str(timers)]
     in_stream_order(server, name)
@@ -329,7 +358,7 @@ def test_valid_vector_is_stored_with_its_properties(site: Site, name: str, timer
     assert len(arrival_acks(server, expected)) == (1 if arrival_requested else 0)
 
 
-@pytest.mark.parametrize("name", valid_names())
+@pytest.mark.parametrize("name", STORED_VECTORS)
 def test_replaying_a_valid_vector_twice_stores_it_once(site: Site, name: str) -> None:
     """A sender that retries (no answer seen) must not get a second copy, except for GUID_NULL\\1."""
     vector, server = intact(name), site.servers[MISC]

@@ -15,6 +15,7 @@ from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
 from qm.model import Message, MessageProperties, NewMessage, QueueSettings
 from qm.reading import QueueReader
+from qm.rules import duplicate_key
 from qm.store import Claim, EnqueueOutcome, EnqueueResult, Selector
 from storage.consequences import Consequences
 from storage.engine import make_engine
@@ -203,10 +204,11 @@ async def test_a_late_duplicate_takes_no_room_from_the_rest_of_its_batch(
         pytest.skip("a second writer holding a key uncommitted needs PostgreSQL")
     await new_queue(manager, PATH, QueueSettings(quota_kb=1))
     await manager.known_queue(PATH)
+    key = duplicate_key(None, (await manager.get_queue(PATH)).id, "K")
     other = make_engine(database_url)
     try:
         async with other.begin() as connection:
-            await connection.execute(sa.insert(received_message_ids).values(message_id="K", received_at=0))
+            await connection.execute(sa.insert(received_message_ids).values(message_id=key, received_at=0))
             answers = asyncio.gather(
                 manager.deliver(PATH, MessageProperties(body=b"a" * 600), None, "K"),
                 manager.send(PATH, MessageProperties(body=b"b" * 600)),

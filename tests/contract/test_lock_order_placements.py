@@ -214,6 +214,7 @@ async def test_a_negative_final_receipt_and_an_expiry_in_the_same_outgoing_queue
     position = await store.outgoing.outgoing_stream_position(
         outgoing.id, sent.lookup_id, "uuid:stream-1", clock.now()
     )
+    await store.outgoing.outgoing_stream_sent(sent.lookup_id, clock.now())  # the receiver took it
     async with _queue_row_held(database_url, outgoing.id):
         concluding = asyncio.create_task(
             store.outgoing.outgoing_final_receipt(

@@ -83,7 +83,7 @@ def labels(hits: list[Hit]) -> list[str]:
 async def rig(database_url: str, clock: SettableClock) -> AsyncIterator[Rig]:
     config = ManagerConfig(
         local_host_names=frozenset({"sender.example.net"}),
-        outbound_hosts=("127.0.0.1",),
+        outbound_hosts=("127.0.0.1:*",),  # the receiver listens on a port of its own
         outgoing_lease_s=LEASE_S,
     )
     async with AsyncExitStack() as stack:

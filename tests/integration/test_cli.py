@@ -163,3 +163,26 @@ def test_serve_refuses_a_network_address_while_anonymous_callers_administer(cli:
     assert result.returncode == 3
     assert b"refusing to listen on 0.0.0.0" in result.stderr
     assert b"MSMQGW_ANONYMOUS_ADMIN=false" in result.stderr
+
+
+def test_a_queue_no_path_can_name_is_listed_and_deleted_by_id(cli: Cli) -> None:
+    """A name with `=` (created by an older gateway) is read as a format name wherever a queue
+    is named: only `queue unreachable` finds and removes it."""
+    cli.ok("queue", "create", "private$/fine")
+    with sqlite3.connect(cli.database) as connection:
+        connection.execute(
+            "INSERT INTO queues (id, path_key, kind, name, label, transactional, quota_kb, journal,"
+            " journal_quota_kb, base_priority, created_at, modified_at, message_count, byte_count)"
+            " VALUES (900, 'direct=x', 'public', 'DIRECT=x', '', 0, 4294967295, 0, 4294967295, 0, 0, 0, 0, 0)"
+        )
+    assert cli.ok("queue", "unreachable") == [
+        {"id": 900, "name": "DIRECT=x", "kind": "public", "messages": 0}
+    ]
+    assert cli.ok("queue", "unreachable", "--delete", "900") == {"deleted": 900, "messages_dropped": 0}
+    assert cli.ok("queue", "unreachable") == []
+    cli.fails("MQ_ERROR_QUEUE_NOT_FOUND", "queue", "unreachable", "--delete", "900")
+    cli.fails("MQ_ERROR_ILLEGAL_QUEUE_PATHNAME", "queue", "create", "DIRECT=x")
+    assert [queue["path"] for queue in cli.ok("queue", "list") if queue["kind"] == "private"] == [
+        "private$/fine",
+        "private$/fine;journal",
+    ]

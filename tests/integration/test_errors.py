@@ -29,6 +29,7 @@ IDS = {
     "{rule}": "NoSuchRule",
     "{name}": "nobody",
     "{key_id}": "0000000000000000",
+    "{batch_id}": "NoSuchBatch",
 }
 
 _RULE: dict[str, Any] = {"json": {"name": "R", "action": {"url": "http://127.0.0.1/"}}}
@@ -72,6 +73,23 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
         404,
         "MQ_ERROR_QUEUE_NOT_FOUND",
     ),
+    ("DELETE", "/api/queues/{path}/messages/{lookup_id}"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("POST", "/api/queues/{path}/messages/move"): (
+        {"json": {"lookup_ids": ["1"], "to": "private$/other"}},
+        404,
+        "MQ_ERROR_QUEUE_NOT_FOUND",
+    ),
+    ("POST", "/api/queues/{path}/messages/resend"): (
+        {"json": {"all": True}},
+        404,
+        "MQ_ERROR_QUEUE_NOT_FOUND",
+    ),
+    ("GET", "/api/queues/{path}/messages/export"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("POST", "/api/queues/{path}/messages/import"): (
+        {"content": b'{"body_base64": ""}\n', "headers": {"content-type": "application/x-ndjson"}},
+        404,
+        "MQ_ERROR_QUEUE_NOT_FOUND",
+    ),
     ("POST", "/api/locks/{tag}/commit"): ({}, 410, "MQ_ERROR_MESSAGE_ALREADY_RECEIVED"),
     ("POST", "/api/locks/{tag}/abort"): ({}, 410, "MQ_ERROR_MESSAGE_ALREADY_RECEIVED"),
     ("POST", "/api/transactions"): ({}, 0, ""),  # no error path: beginning always works
@@ -87,12 +105,16 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("GET", "/api/queue-manager"): ({}, 0, ""),  # no error path
     ("PATCH", "/api/queue-manager"): ({"json": {"quota_kb": -1}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
     ("GET", "/healthz"): ({}, 0, ""),  # no error path while the store is up
-    ("GET", "/api/outgoing-queues"): ({}, 0, ""),  # no error path
+    ("GET", "/api/outgoing-queues"): ({"params": {"limit": 0}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
     ("GET", "/api/outgoing-queues/{queue_id}"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("DELETE", "/api/outgoing-queues/{queue_id}"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("POST", "/api/outgoing-queues/{queue_id}/pause"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("POST", "/api/outgoing-queues/{queue_id}/resume"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("POST", "/api/outgoing-queues/{queue_id}/purge"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
     ("GET", "/api/srmp/statistics"): ({}, 0, ""),  # no error path: counters of this process
+    ("GET", "/metrics"): ({}, 0, ""),  # no error path while the store is up
+    ("GET", "/livez"): ({}, 0, ""),  # never fails while the process answers
+    ("GET", "/readyz"): ({}, 0, ""),  # its 503 is tested in test_probes.py
     ("GET", "/api/rules"): ({}, 0, ""),  # no error path: listing always works
     ("POST", "/api/rules"): (_RULE, 400, "MQ_ERROR_INVALID_PARAMETER"),  # outside the (empty) allow-list
     ("GET", "/api/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
@@ -119,6 +141,8 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
         "MQ_ERROR_INVALID_PARAMETER",
     ),
     ("GET", "/api/audit"): ({"params": {"limit": 0}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
+    ("GET", "/api/redrives/{batch_id}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("POST", "/api/redrives/{batch_id}/apply"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     # SRMP answers carry only a status, never a body (reference §2): tested in tests/compat.
     ("POST", "/msmq/{path}"): ({}, 0, ""),
     # The SOAP API answers SOAP faults, not problem+json: tested in tests/compat/test_soap_api.py.

@@ -6,6 +6,7 @@ sending steps itself, through a client that records what would be POSTed."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -315,3 +316,109 @@ async def test_without_deadletter_the_stream_receipt_settles_and_a_final_receipt
     assert await outgoing_count(app) == 0
     await post_receipt(client, posted, 0xC001)  # unknown original: accepted, nothing happens
     assert await dead_xact(client) == []
+
+
+# -- stream receipts for streams this gateway does not send (reference §4.3, §4.7) -----------
+
+
+async def post_stray_receipt(client: httpx.AsyncClient, stream: StreamId, last_ordinal: int = 2) -> int:
+    """A stream receipt (class ORDER_ACK) for `stream`, addressed as vector 09 is."""
+    now = int(time.time())
+    envelope = SrmpEnvelope(
+        path=Path(action="MSMQ:QM Ordering Ack", to=RECEIPTS_HERE, id=MessageId(REMOTE_QM, 31337)),
+        properties=Properties(SrmpTime.from_epoch(now + HOUR_S), SrmpTime.from_epoch(now)),
+        stream_receipt=StreamReceipt(stream, last_ordinal),
+        msmq=Msmq(
+            message_class=0xFF,
+            priority=0,
+            body_type=0,
+            source_qm_guid=REMOTE_QM,
+            ttrq=SrmpTime.from_epoch(now + HOUR_S),
+        ),
+    )
+    content_type, body = build_request(envelope)
+    response = await client.post(
+        "/msmq/private$/order_queue$", content=body, headers={"Content-Type": content_type}
+    )
+    return response.status_code
+
+
+RECEIPTS_HERE = "http://localhost/msmq/private$/order_queue$"
+
+
+async def stray_receipts(client: httpx.AsyncClient) -> int:
+    counted: int = (await client.get("/api/srmp/statistics")).json()["stray_stream_receipts"]
+    return counted
+
+
+async def test_a_receipt_for_a_stream_not_sent_here_is_answered_200_and_dropped(
+    client: httpx.AsyncClient,
+) -> None:
+    """No `private$/order_queue$` here: a stray or late ORDER_ACK is still 200, creates
+    nothing and is counted."""
+    assert await post_stray_receipt(client, new_stream_id()) == 200
+    assert (await client.get("/api/queues/private$/order_queue$")).status_code == 404
+    assert await stray_receipts(client) == 1
+
+
+async def test_a_stray_receipt_is_dropped_even_where_its_queue_exists(client: httpx.AsyncClient) -> None:
+    await create_queue(client, "private$/order_queue$")
+    assert await post_stray_receipt(client, new_stream_id()) == 200
+    listed = (await client.get("/api/queues/private$/order_queue$/messages")).json()["messages"]
+    assert listed == []
+    assert await stray_receipts(client) == 1
+
+
+# -- forged stream receipts (issue 18 item 7) -------------------------------------------------
+
+
+class FailingClient(RecordingClient):
+    """The destination is down: every POST is answered 503 (the message is not delivered)."""
+
+    async def post(self, url: str, envelope: SrmpEnvelope) -> PostResult:
+        self.posted.append((url, envelope))
+        return PostResult(Verdict.RETRY, 503)
+
+
+async def test_a_receipt_settles_no_ordinal_that_was_not_answered_2xx(
+    app: FastAPI, client: httpx.AsyncClient, recording: RecordingClient
+) -> None:
+    """The message got its ordinal and went out, but the receiver never took it (503): a
+    receipt naming the stream and that ordinal is forged, and must not remove the message."""
+    failing = FailingClient()
+    await send(client, quote(REMOTE, safe=""), "tx body", "single", label="tx")
+    await OutgoingDelivery(gateway_of(app).outgoing, failing, TimerMapping.SDK).send_due()
+    [(_, posted)] = failing.posted
+    assert posted.stream is not None
+    await post_receipt(client, round_trip(posted))
+    assert await outgoing_count(app) == 1
+    await failing.close()
+
+
+async def test_a_receipt_beyond_the_last_ordinal_sent_does_not_move_the_stream(
+    app: FastAPI, client: httpx.AsyncClient, clock: SettableClock, recording: RecordingClient
+) -> None:
+    """A receipt claiming ordinals never sent acknowledges only those that were: the next
+    message continues the stream with no gap declared."""
+    _, posted = await send_to_remote(app, client, recording, journal=0)
+    assert posted.stream is not None
+    forged = dataclasses.replace(posted, stream=dataclasses.replace(posted.stream, current=1000))
+    await post_receipt(client, forged)
+    assert await outgoing_count(app) == 0  # ordinal 1 was sent and answered 200: settled
+    await send(client, quote(REMOTE, safe=""), "second", "single", label="tx")
+    [(_, second)] = await deliver_outgoing(app, recording)
+    assert second.stream is not None
+    assert (second.stream.current, second.stream.previous) == (2, None)
+
+
+async def test_a_final_receipt_settles_no_message_the_receiver_never_took(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    failing = FailingClient()
+    await send(client, quote(REMOTE, safe=""), "tx body", "single", label="tx", journal=DEADLETTER)
+    await OutgoingDelivery(gateway_of(app).outgoing, failing, TimerMapping.SDK).send_due()
+    [(_, posted)] = failing.posted
+    await post_receipt(client, round_trip(posted), 0xC001)
+    assert await outgoing_count(app) == 1
+    assert await dead_xact(client) == []
+    await failing.close()

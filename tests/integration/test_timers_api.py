@@ -274,7 +274,7 @@ async def test_the_transaction_ttbr_setting_chooses_the_rule(
         )
         async with application.router.lifespan_context(application):
             transport = httpx.ASGITransport(app=application)
-            async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
+            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
                 path = f"private$/{rule}"
                 await create_queue(client, path, transactional=True)
                 transaction = json_of(await client.post("/api/transactions"), 201)["id"]

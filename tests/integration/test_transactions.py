@@ -229,3 +229,20 @@ async def test_a_single_message_transaction_receive_takes_the_message(
     message = await receive(client, QUEUE, transaction="single")
     assert message is not None and message["body"] == "atomic"
     assert await bodies(client, QUEUE) == []
+
+
+@pytest.mark.parametrize("raw", [False, True])
+async def test_an_empty_transaction_parameter_means_none(
+    client: httpx.AsyncClient, queues: tuple[str, str], raw: bool
+) -> None:
+    # Was: `?transaction=` was taken as the transaction ID "" (409 on a plain queue).
+    url = f"/api/queues/{PLAIN}"
+    if raw:
+        sent = await client.post(f"{url}/messages?transaction=", content=b"outside")
+    else:
+        sent = await client.post(f"{url}/messages?transaction=", json={"body": "outside"})
+    assert json_of(sent, 201)["transaction"] is None
+    received = await client.post(f"{url}/receive?transaction=")
+    assert json_of(received, 200)["body"] == "outside"
+    peeked = await client.get(f"{url}/messages/first?transaction=")
+    assert peeked.status_code == 404

@@ -91,7 +91,11 @@ async def test_seed_example_end_to_end(client: httpx.AsyncClient, server: Webhoo
 
 async def test_command_action_runs_without_a_shell(client: httpx.AsyncClient, server: WebhookServer) -> None:
     assert (await client.post("/api/queues", json={"path": QUEUE})).status_code == 201
-    action = {"kind": "command", "command": [sys.executable, "-c", POSTER, f"{server.url}/cmd", "$MSG_LABEL"]}
+    action = {
+        "kind": "command",
+        "command": [sys.executable, "-c", POSTER, f"{server.url}/cmd", "$MSG_LABEL"],
+        "substitute_arguments": [4],  # the label, opted in
+    }
     assert (await client.post("/api/rules", json={"name": "Run", "action": action})).status_code == 201
     trigger = {"name": "T", "queue": QUEUE, "rules": ["Run"], "processing": "retrieval"}
     assert (await client.post("/api/triggers", json=trigger)).status_code == 201

@@ -19,6 +19,7 @@ from qm.clock import SystemClock
 from qm.config import ManagerConfig
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueSettings
+from qm.paths import parse_queue_path
 from qm.reading import QueueReader
 from storage.engine import make_engine
 from storage.migrate import alembic_config, downgrade, upgrade
@@ -205,5 +206,38 @@ async def _send_and_receive(url: str) -> bytes | None:
         await manager.send("private$/round-trip", MessageProperties(body=b"after the round trip"))
         message = await QueueReader(manager).receive("private$/round-trip", 0)
         return None if message is None else message.properties.body
+    finally:
+        await store.close()
+
+
+def test_0012_folds_queue_keys_in_ascii_only(empty_database: EmptyDatabase) -> None:
+    """Keys stored under Unicode folding (`ß` as `ss`, the Kelvin sign as `k`) are recomputed,
+    so the queues are found by their own names after the upgrade and no longer alias others."""
+    upgrade(empty_database.url, "0008")
+    for number, (name, old_key) in enumerate(
+        [("Straße", "private$\\strasse"), ("\u212aelvin", "private$\\kelvin")]
+    ):
+        empty_database.execute(
+            "INSERT INTO queues (id, path_key, kind, name, label, transactional, quota_kb, journal,"
+            " journal_quota_kb, base_priority, created_at, modified_at, message_count, byte_count)"
+            f" VALUES ({1000 + number}, '{old_key}', 'private', '{name}', '', false, 4294967295, false,"
+            " 4294967295, 0, 0, 0, 0, 0)"
+        )
+    upgrade(empty_database.url)
+    assert asyncio.run(_queue_names(empty_database.url, ["private$/straße", "private$/\u212aelvin"])) == [
+        "Straße",
+        "\u212aelvin",
+    ]
+    assert asyncio.run(_queue_names(empty_database.url, ["private$/strasse", "private$/kelvin"])) == [
+        None,
+        None,
+    ]
+
+
+async def _queue_names(url: str, paths: list[str]) -> list[str | None]:
+    store = SqlStore(make_engine(url))
+    try:
+        found = [await store.queues.find_queue(parse_queue_path(path)) for path in paths]
+        return [None if queue is None else queue.path.name for queue in found]
     finally:
         await store.close()

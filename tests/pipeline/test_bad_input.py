@@ -16,7 +16,8 @@ UNREACHABLE = "postgresql://postgres@127.0.0.1:1/msmq"
 def _nothing_changed(sql: Sql) -> bool:
     runs = sql.value("SELECT count(*) FROM archive_runs")
     staged = sql.value("SELECT count(*) FROM redrive_staging")
-    return bool(runs == 0 and staged == 0)
+    batches = sql.value("SELECT count(*) FROM redrive_batches")
+    return bool(runs == 0 and staged == 0 and batches == 0)
 
 
 @pytest.mark.parametrize(
@@ -29,6 +30,7 @@ def _nothing_changed(sql: Sql) -> bool:
         ["redrive", "--queue", "private$/nowhere"],
         ["redrive", "--class", "NACK_NONSENSE"],
         ["redrive", "--label", "(unclosed"],
+        ["redrive", "--execute", "--gateway", "file:///etc/passwd"],
     ],
     ids=[
         "future-cutoff",
@@ -38,6 +40,7 @@ def _nothing_changed(sql: Sql) -> bool:
         "unknown-queue",
         "class",
         "label",
+        "gateway-url",
     ],
 )
 def test_bad_arguments_are_refused_before_any_change(
@@ -67,3 +70,22 @@ def test_a_store_that_cannot_be_used_is_a_clear_error(
     assert main(["report", "--store", store, "--out", str(tmp_path)]) == 2
     error = capsys.readouterr().err
     assert error.startswith("msmq-gateway pipeline report: error: ") and "store" in error
+
+
+def test_a_second_archive_job_on_the_same_archive_is_refused(
+    database_url: str, sql: Sql, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job still running must not be taken for a crashed one (whose run the next would
+    roll back): one archive job at a time per archive directory."""
+    import fcntl
+
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    with (archive / ".archive.lock").open("a") as running:
+        fcntl.flock(running, fcntl.LOCK_EX)
+        assert (
+            main(["archive", "--store", database_url, "--archive", str(archive), "--cutoff", "2026-01-01"])
+            == 2
+        )
+    assert "another archive job is running" in capsys.readouterr().err
+    assert _nothing_changed(sql)

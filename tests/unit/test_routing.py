@@ -69,7 +69,7 @@ async def test_added_routes_are_served_with_their_router_prefix_and_tags() -> No
     app = FastAPI()
     add_routes(app, router)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         response = await client.get("/things/one")
     assert (response.status_code, response.json()) == (200, {"name": "one"})
     assert app.openapi()["paths"]["/things/{name}"]["get"]["tags"] == ["things"]

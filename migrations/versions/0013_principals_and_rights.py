@@ -1,7 +1,7 @@
 """Principals, API keys, grants and the audit log (issue 18).
 
-Revision ID: 0010
-Revises: 0008
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-11-27
 
 New tables only; nothing existing changes, and the export view reads none of them.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010"
-down_revision = "0008"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
