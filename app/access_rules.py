@@ -55,6 +55,9 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/redoc"): PUBLIC,
     ("GET", "/docs/assets/{name}"): PUBLIC,
     ("GET", "/healthz"): PUBLIC,
+    ("GET", "/livez"): PUBLIC,  # Kubernetes probes: they say whether, not what
+    ("GET", "/readyz"): PUBLIC,
+    ("GET", "/metrics"): _qm(M.READ_METRICS),
     ("GET", "/soap"): PUBLIC,
     ("POST", "/soap"): Rule(None, Locate.ROUTE),  # one right per SOAP operation: SOAP_RULES
     # Messages: MSMQ's own rights on the queue.
@@ -75,6 +78,13 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", MESSAGES + "/{lookup_id}"): _queue(Q.PEEK_MESSAGE),
     ("POST", MESSAGES + "/{lookup_id}/receive"): _queue(Q.RECEIVE_MESSAGE),
     ("POST", QUEUE + "/receive"): _queue(Q.RECEIVE_MESSAGE),
+    # Single-message administration (the console's): removing without reading is deleting; a
+    # move or resend also needs WRITE_MESSAGE on each queue it writes to (checked by its route).
+    ("DELETE", MESSAGES + "/{lookup_id}"): _queue(Q.DELETE_MESSAGE, audited=True),
+    ("POST", MESSAGES + "/move"): _queue(Q.RECEIVE_MESSAGE, audited=True),
+    ("POST", MESSAGES + "/resend"): _queue(Q.RECEIVE_MESSAGE, audited=True),
+    ("GET", MESSAGES + "/export"): _queue(Q.PEEK_MESSAGE),
+    ("POST", MESSAGES + "/import"): _queue(Q.WRITE_MESSAGE, audited=True),
     ("GET", QUEUE + "/peek"): _queue(Q.PEEK_MESSAGE),
     # Queues.
     ("GET", "/api/queues"): _qm(M.GET_PROPERTIES),
@@ -106,6 +116,10 @@ RULES: dict[tuple[str, str], Rule] = {
     ("POST", "/api/outgoing-queues/{queue_id}/pause"): _qm(M.MANAGE_OUTGOING, audited=True),
     ("POST", "/api/outgoing-queues/{queue_id}/resume"): _qm(M.MANAGE_OUTGOING, audited=True),
     ("POST", "/api/outgoing-queues/{queue_id}/purge"): _qm(M.MANAGE_OUTGOING, audited=True),
+    ("DELETE", "/api/outgoing-queues/{queue_id}"): _qm(M.MANAGE_OUTGOING, audited=True),
+    # Redrives the pipeline staged: re-sending dead letters an operator chose.
+    ("GET", "/api/redrives/{batch_id}"): _qm(M.GET_PROPERTIES),
+    ("POST", "/api/redrives/{batch_id}/apply"): _qm(M.RECEIVE_DEADLETTER_MESSAGE, audited=True),
     # Triggers and rules: reading them is reading the queue manager.
     ("GET", "/api/triggers"): _qm(M.GET_PROPERTIES),
     ("POST", "/api/triggers"): _qm(M.MANAGE_TRIGGERS, audited=True),

@@ -34,7 +34,7 @@ def operations(app: FastAPI) -> list[tuple[str, str]]:
 
 
 def soap_operations() -> list[str]:
-    wsdl = etree.fromstring(wsdl_document("http://gateway.test/soap"))
+    wsdl = etree.fromstring(wsdl_document("http://localhost/soap"))
     names = wsdl.xpath(
         "//wsdl:portType/wsdl:operation/@name", namespaces={"wsdl": "http://schemas.xmlsoap.org/wsdl/"}
     )
@@ -234,7 +234,7 @@ async def test_public_operations_need_no_credentials(app: FastAPI, settings: Any
     application = create_app(closed)
     async with application.router.lifespan_context(application):
         transport = httpx.ASGITransport(app=application)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             for (method, path), rule in RULES.items():
                 if rule.locate is not Locate.PUBLIC or "{" in path:
                     continue

@@ -38,7 +38,7 @@ def _client(
     app: FastAPI, host: str = "127.0.0.1", headers: dict[str, str] | None = None
 ) -> httpx.AsyncClient:
     transport = httpx.ASGITransport(app=app, client=(host, 50000))
-    return httpx.AsyncClient(transport=transport, base_url="http://gateway.test", headers=headers)
+    return httpx.AsyncClient(transport=transport, base_url="http://localhost", headers=headers)
 
 
 def _bearer(key: str) -> dict[str, str]:

@@ -40,7 +40,7 @@ async def networks_app(settings: Settings, clock: SettableClock) -> AsyncIterato
 
 def _client(app: FastAPI, host: str = "127.0.0.1") -> httpx.AsyncClient:
     transport = httpx.ASGITransport(app=app, client=(host, 40000))
-    return httpx.AsyncClient(transport=transport, base_url="http://gateway.test")
+    return httpx.AsyncClient(transport=transport, base_url="http://localhost")
 
 
 async def _post(client: httpx.AsyncClient, sequence: int) -> httpx.Response:
