@@ -25,7 +25,8 @@ from qm.access import AccessRepository, ApiKeyRecord
 KEY_PREFIX = "mgw"
 REALM = 'Basic realm="msmq-gateway", charset="UTF-8"'
 SCRYPT_N, SCRYPT_R, SCRYPT_P, HASH_BYTES = 2**14, 8, 1, 32
-"""scrypt's cost: about 40 ms and 16 MB per verification, once per key per process and TTL."""
+"""scrypt's cost: about 40 ms and 16 MB per verification, once per key per process (then a
+read of the key's record per TTL, to see a revocation)."""
 
 
 def new_key() -> tuple[str, str, str]:
@@ -65,6 +66,8 @@ class KeyVerifier:
         self._ttl_s = ttl_s
         self._monotonic = monotonic
         self._verified: dict[str, tuple[float, bytes, str]] = {}
+        self._proved: dict[str, tuple[bytes, bytes]] = {}
+        """key ID -> (SHA-256 of the key, its stored hash) of keys scrypt has proved."""
         self._headers: dict[bytes, tuple[float, str, str]] = {}
         """Authorization header -> (until, key ID, principal), for headers that proved a key."""
         self._verifying: dict[tuple[str, bytes], asyncio.Future[str | None]] = {}
@@ -134,18 +137,33 @@ class KeyVerifier:
         record = await self._store.find_key(key_id)
         if record is None or record.revoked_at is not None:
             return None
-        async with self._hashing:
-            computed = await asyncio.to_thread(hash_secret, secret, record.salt)
-        if not hmac.compare_digest(computed, record.hash):
-            return None
+        if not self._proved_before(key_id, digest, record.hash):
+            async with self._hashing:
+                computed = await asyncio.to_thread(hash_secret, secret, record.salt)
+            if not hmac.compare_digest(computed, record.hash):
+                return None
+            if len(self._proved) >= 4096:
+                self._proved.clear()
+            self._proved[key_id] = (digest, record.hash)
         if len(self._verified) >= 4096:  # keys in use are few; bounded all the same
             self._verified.clear()
         self._verified[key_id] = (self._monotonic() + self._ttl_s, digest, record.principal)
         return record.principal
 
+    def _proved_before(self, key_id: str, digest: bytes, stored_hash: bytes) -> bool:
+        """This very key matched this very stored hash already: once its remembered verification
+        runs out, a look-up of the record (still there, not revoked) is all it needs again."""
+        proved = self._proved.get(key_id)
+        return (
+            proved is not None
+            and hmac.compare_digest(proved[0], digest)
+            and hmac.compare_digest(proved[1], stored_hash)
+        )
+
     def forget(self, key_id: str) -> None:
         """After a revocation in this process: refused from the next request on."""
         self._verified.pop(key_id, None)
+        self._proved.pop(key_id, None)
         for header in [header for header, (_, owner, _) in self._headers.items() if owner == key_id]:
             del self._headers[header]
 

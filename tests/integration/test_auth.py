@@ -176,13 +176,13 @@ async def test_the_creator_owns_its_queue_and_nobody_else_does(app: FastAPI) -> 
         assert (
             await client.post("/api/queues/private$/mine/messages", json={"body": "x"})
         ).status_code == 403
-    async with _client(app, "10.1.2.3", _bearer(creator["key"])) as client:
-        assert (await client.delete("/api/queues/private$/mine")).status_code == 200
     async with _client(app) as admin:
         grants = (await admin.get("/api/grants", params={"principal": "creator"})).json()
     assert {"queue": "private$/Mine", "mask": 0xF003F} in [
         {"queue": grant["queue"], "mask": grant["mask"]} for grant in grants
     ]
+    async with _client(app, "10.1.2.3", _bearer(creator["key"])) as client:
+        assert (await client.delete("/api/queues/private$/mine")).status_code == 200
 
 
 async def test_changes_are_audited_with_principal_client_and_outcome(app: FastAPI) -> None:
@@ -369,3 +369,34 @@ async def test_a_deleted_queue_takes_its_grants_and_a_new_one_of_that_name_is_it
     assert ("reader", "PRIVATE$/Shared") not in left  # the queue's own grants went with it
     assert ("reader", "private$/shar*") in left  # patterns stay: they name no one queue
     assert ("second", "private$/shared") in left
+
+
+async def test_a_key_is_looked_up_again_when_remembered_but_never_hashed_again(
+    app: FastAPI, settings: Settings, clock: SettableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the TTL a key costs one read of its record (revoked elsewhere? refused), not scrypt."""
+    ticks = [1000.0]
+    security: auth.Security = app.state.security
+    security.keys._monotonic = lambda: ticks[0]
+    async with _client(app) as admin:
+        key = await _key(admin, "ops", (None, ["GET_PROPERTIES"]))
+    hashed: list[bytes] = []
+    original = keys.hash_secret
+
+    def counting(secret: str, salt: bytes) -> bytes:
+        hashed.append(salt)
+        return original(secret, salt)
+
+    monkeypatch.setattr(keys, "hash_secret", counting)
+    async with _client(app, headers=_bearer(key["key"])) as client:
+        for _ in range(3):
+            assert (await client.get("/api/queue-manager")).status_code == 200
+            ticks[0] += settings.auth_cache_ttl_s
+        assert (await client.get("/api/queue-manager")).status_code == 200  # looked up, remembered
+        assert len(hashed) == 1
+        other = create_app(settings, clock)  # another gateway process revokes it
+        async with other.router.lifespan_context(other), _client(other) as other_admin:
+            assert (await other_admin.delete(f"/api/keys/{key['key_id']}")).status_code == 204
+        assert (await client.get("/api/queue-manager")).status_code == 200  # remembered
+        ticks[0] += settings.auth_cache_ttl_s
+        assert (await client.get("/api/queue-manager")).status_code == 401
