@@ -185,6 +185,28 @@ async def test_the_creator_owns_its_queue_and_nobody_else_does(app: FastAPI) -> 
         assert (await client.delete("/api/queues/private$/mine")).status_code == 200
 
 
+async def test_a_move_needs_write_on_the_queue_it_writes_to(app: FastAPI) -> None:
+    async with _client(app) as admin:
+        for queue in ("private$/source", "private$/target", "private$/other"):
+            assert (await admin.post("/api/queues", json={"path": queue})).status_code == 201
+        sent = await admin.post("/api/queues/private$/source/messages", json={"body": "x"})
+        lookup_id = sent.json()["lookup_id"]
+        mover = await _key(
+            admin,
+            "mover",
+            ("private$/source", ["RECEIVE_MESSAGE"]),
+            ("private$/target", ["WRITE_MESSAGE"]),
+        )
+    async with _client(app, "10.1.2.3", _bearer(mover["key"])) as client:
+        move = "/api/queues/private$/source/messages/move"
+        refused = await client.post(move, json={"lookup_ids": [lookup_id], "to": "private$/other"})
+        assert refused.status_code == 403, refused.text
+        async with _client(app) as admin:
+            assert (await admin.get("/api/queues/private$/source")).json()["message_count"] == 1
+        moved = await client.post(move, json={"lookup_ids": [lookup_id], "to": "private$/target"})
+        assert moved.status_code == 200, moved.text
+
+
 async def test_changes_are_audited_with_principal_client_and_outcome(app: FastAPI) -> None:
     async with _client(app) as admin:
         ops = await _key(admin, "ops", (None, ["CREATE_QUEUE", "READ_AUDIT"]))
