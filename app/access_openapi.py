@@ -74,6 +74,8 @@ def _route_path(document_path: str) -> str:
 
 
 def _right_text(rule: Rule, operation: dict[str, Any]) -> str:
+    if rule.locate is Locate.CALLER:
+        return "none: any caller may ask about itself"
     if rule.right is None:
         return "one per SOAP operation (docs/security.md)"
     scope = "the queue manager" if isinstance(rule.right, QueueManagerRight) else "the queue"

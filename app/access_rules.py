@@ -21,6 +21,7 @@ class Locate(enum.Enum):
     CURSOR = "the queue of the {cursor_id} of the URL"
     ROUTE = "the request body: the route checks (SOAP operations, a cursor's queue)"
     PUBLIC = "nowhere: no right needed"
+    CALLER = "the caller itself: no right, only who it is (an anonymous caller too)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,10 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/docs"): PUBLIC,
     ("GET", "/redoc"): PUBLIC,
     ("GET", "/docs/assets/{name}"): PUBLIC,
+    # The console's page and assets: static files; what it then asks of the API is checked.
+    ("GET", "/console"): PUBLIC,
+    ("GET", "/console/"): PUBLIC,
+    ("GET", "/console/assets/{name}"): PUBLIC,
     ("GET", "/healthz"): PUBLIC,
     ("GET", "/livez"): PUBLIC,  # Kubernetes probes: they say whether, not what
     ("GET", "/readyz"): PUBLIC,
@@ -144,6 +149,9 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/grants"): _qm(M.GET_PERMISSIONS),
     ("POST", "/api/grants"): _qm(M.CHANGE_PERMISSIONS, audited=True),
     ("GET", "/api/audit"): _qm(M.READ_AUDIT),
+    # Who the caller is and what it may do: what the console asks to show only allowed actions.
+    ("GET", "/api/me"): Rule(None, Locate.CALLER),
+    ("GET", "/api/me/rights"): Rule(None, Locate.CALLER),
 }
 
 SOAP_RULES: dict[str, tuple[Q | M, bool]] = {

@@ -251,7 +251,7 @@ class Authorization:
                 MqErrorCode.MQ_ERROR_ACCESS_DENIED,
                 "this operation has no access rule (app/access_rules.py), so nobody may call it",
             )
-        if who.everything or rule.locate is Locate.ROUTE:
+        if who.everything or rule.locate in (Locate.ROUTE, Locate.CALLER):
             return
         access = security.access
         remembered = (who.principal, scope["method"], scope["path"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from qm.errors import MqError, MqErrorCode
 from qm.paths import QueueKind, QueuePath, SystemQueue
@@ -242,6 +243,32 @@ def parse_rights(text: str, scope: str | None) -> int:
     if not mask:
         raise MqError(MqErrorCode.MQ_ERROR_INVALID_PARAMETER, "name at least one right")
     return mask
+
+
+_Flag = TypeVar("_Flag", QueueRight, QueueManagerRight)
+
+
+def rights_held(grants: Iterable[Grant], path: QueuePath | None) -> list[str]:
+    """The single rights the grants give on a queue (None: on the queue manager), by name: for
+    each, whether an operation needing it there would be allowed, as `allows` decides."""
+    if path is None:
+        return [
+            right.name or ""
+            for right in _single(QueueManagerRight)
+            if allows(grants, on_queue_manager(right))
+        ]
+    return [right.name or "" for right in _single(QueueRight) if allows(grants, on_queue(right, path))]
+
+
+def every_right(path: QueuePath | None) -> list[str]:
+    """What the anonymous administrator holds: every single right."""
+    if path is None:
+        return [right.name or "" for right in _single(QueueManagerRight)]
+    return [right.name or "" for right in _single(QueueRight)]
+
+
+def _single(kind: type[_Flag]) -> list[_Flag]:
+    return [member for member in kind.__members__.values() if member.value.bit_count() == 1]
 
 
 def rights_names(rights: int, scope: str | None) -> list[str]:

@@ -10,11 +10,12 @@ from fastapi import APIRouter, Path, Query, Request, status
 from pydantic import BaseModel, Field
 
 from app import answers as a
-from app.auth import security_of
+from app.auth import caller, security_of
+from app.gateway import GatewayDep
 from app.keys import key_record
 from qm.access import AUDIT_PAGE_MAX, ApiKeyRecord, AuditEntry, Principal, check_principal_name
 from qm.errors import MqError, MqErrorCode
-from qm.rights import Grant, parse_rights, rights_names
+from qm.rights import Grant, every_right, parse_rights, rights_held, rights_names
 
 router = APIRouter(tags=["access"])
 E = MqErrorCode
@@ -238,3 +239,57 @@ async def audit_log(
     entries = await security_of(request).access.store.audit_page(before, limit)
     next_before = entries[-1].id if len(entries) == limit else None
     return AuditPage(entries=[AuditEntryOut.of(entry) for entry in entries], next_before=next_before)
+
+
+class MeOut(BaseModel):
+    principal: str = Field(description="Who the request was taken to come from")
+    authenticated: bool = Field(description="Proved by an API key (not anonymous)")
+    administrator: bool = Field(
+        description="The anonymous administrator of a loopback caller (MSMQGW_ANONYMOUS_ADMIN): every right"
+    )
+
+
+class RightsOut(BaseModel):
+    queue: str | None = Field(description="The queue asked about; null: the queue manager")
+    rights: list[str] = Field(
+        description="The single rights the caller holds there (MQQUEUEACCESSMASK names on a queue, "
+        "MQQMACCESSMASK and the gateway's own on the queue manager): what the console shows"
+    )
+
+
+@router.get(
+    "/api/me",
+    summary="Who the caller is",
+    responses=a.answers(a.ok({"principal": "orders-app", "authenticated": True, "administrator": False})),
+)
+async def who_am_i(request: Request) -> MeOut:
+    who = caller(request)
+    return MeOut(principal=who.principal, authenticated=who.authenticated, administrator=who.everything)
+
+
+@router.get(
+    "/api/me/rights",
+    summary="The rights the caller holds on a queue, or on the queue manager",
+    description="Each right as `allows` decides it for an operation there: a dead-letter or "
+    "journal queue answers with the rights that apply to it (MSMQ's queue-manager rights). What "
+    "the console asks to show only the actions a principal may take; the gateway checks every "
+    "operation itself either way.",
+    responses=a.answers(
+        a.ok({"queue": "private$/orders", "rights": ["PEEK_MESSAGE", "WRITE_MESSAGE"]}),
+        a.INVALID_PARAMETER,
+        a.QUEUE_PATH,
+    ),
+)
+async def my_rights(
+    request: Request,
+    gateway: GatewayDep,
+    queue: Annotated[
+        str | None, Query(max_length=300, description="A queue path; absent: the queue manager")
+    ] = None,
+) -> RightsOut:
+    who = caller(request)
+    path = None if queue is None else gateway.manager.resolve(queue)
+    if who.everything:
+        return RightsOut(queue=queue, rights=every_right(path))
+    grants = await security_of(request).access.grants_of(who.principal)
+    return RightsOut(queue=queue, rights=rights_held(grants, path))

@@ -185,6 +185,28 @@ async def test_the_creator_owns_its_queue_and_nobody_else_does(app: FastAPI) -> 
         assert (await client.delete("/api/queues/private$/mine")).status_code == 200
 
 
+async def test_a_caller_is_told_who_it_is_and_what_it_may_do(app: FastAPI) -> None:
+    async with _client(app) as admin:
+        assert (await admin.post("/api/queues", json={"path": "private$/orders"})).status_code == 201
+        me = (await admin.get("/api/me")).json()
+        assert me["administrator"] is True and me["authenticated"] is False
+        everything = (await admin.get("/api/me/rights", params={"queue": "private$/orders"})).json()
+        assert {"PEEK_MESSAGE", "DELETE", "WRITE_MESSAGE"} <= set(everything["rights"])
+        key = await _key(admin, "reader", ("private$/orders", ["PEEK_MESSAGE"]), (None, ["GET_PROPERTIES"]))
+    async with _client(app, "10.1.2.3", _bearer(key["key"])) as client:
+        assert (await client.get("/api/me")).json() == {
+            "principal": "reader",
+            "authenticated": True,
+            "administrator": False,
+        }
+        rights = await client.get("/api/me/rights", params={"queue": "PRIVATE$/Orders"})
+        assert rights.json() == {"queue": "PRIVATE$/Orders", "rights": ["PEEK_MESSAGE"]}
+        other = await client.get("/api/me/rights", params={"queue": "private$/other"})
+        assert other.json()["rights"] == []
+        assert (await client.get("/api/me/rights")).json()["rights"] == ["GET_PROPERTIES"]
+        assert (await client.get("/api/me/rights", params={"queue": "private$/"})).status_code == 400
+
+
 async def test_a_move_needs_write_on_the_queue_it_writes_to(app: FastAPI) -> None:
     async with _client(app) as admin:
         for queue in ("private$/source", "private$/target", "private$/other"):

@@ -140,6 +140,8 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
         400,
         "MQ_ERROR_INVALID_PARAMETER",
     ),
+    ("GET", "/api/me"): ({}, 0, ""),  # no error path: every caller is someone
+    ("GET", "/api/me/rights"): ({"params": {"queue": "private$/"}}, 400, "MQ_ERROR_ILLEGAL_QUEUE_PATHNAME"),
     ("GET", "/api/audit"): ({"params": {"limit": 0}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
     ("GET", "/api/redrives/{batch_id}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     ("POST", "/api/redrives/{batch_id}/apply"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
