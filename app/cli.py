@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
+from app import cli_access
 from app.cli_messages import message_commands
 from app.schemas import MessageIn, MessageOut, QueueCreate, QueueOut
 from app.settings import Settings, load_settings
@@ -78,6 +79,7 @@ def _pipeline(argv: list[str]) -> int:
 def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.auth import check_exposure
     from app.http_protocol import HttpLimits, OneWriteHttpToolsProtocol
     from app.main import create_app
     from app.metrics import worker_metrics
@@ -89,6 +91,11 @@ def _serve(settings: Settings, arguments: argparse.Namespace) -> int:
     host = arguments.host or settings.host
     port = arguments.port or settings.port
     settings = settings.model_copy(update={"host": host, "port": port})  # the receipts URL names the port
+    try:
+        check_exposure(settings)
+    except RuntimeError as refused:
+        print(f"msmq-gateway: {refused}", file=sys.stderr)
+        return EXIT_FAILURE
     OneWriteHttpToolsProtocol.limits = HttpLimits.of(settings)  # workers read the environment
     tls = tls_options(settings)
     if arguments.workers > 1:
@@ -256,6 +263,7 @@ def _parser() -> argparse.ArgumentParser:
     _message_commands(commands)
     message_commands(commands, _on_store)
     _trigger_commands(commands)
+    cli_access.add_commands(commands)
     return parser
 
 

@@ -112,6 +112,7 @@ SRMP_STATISTICS_EXAMPLE = {
     "refused": 2,
     "retry_later": 0,
     "timer_layout_mismatches": 1,
+    "access_denied": 0,
 }
 
 

@@ -33,6 +33,8 @@ class SrmpCounters:
     retry_later: int = 0
     """Answered 413, 500 or 503."""
     timer_layout_mismatches: int = 0
+    access_denied: int = 0
+    """Answered 400 and stored nowhere: the sender may not write to the queue (docs/security.md)."""
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,10 @@ from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
 from app import edge, errors, openapi, parameters
+from app.auth import Authorization, Security, check_exposure, prune_audit_pass
 from app.gateway import Gateway
 from app.housekeeping import background_tasks, supervise, supervise_on_demand
+from app.keys import KeyVerifier
 from app.metrics import ProcessMetrics, exposition, forget_process
 from app.metrics_port import serve_metrics
 from app.observed import Observed, json_request_log
@@ -24,6 +26,7 @@ from app.outbound.client import SrmpClient, outbound_verification
 from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
 from app.routes import (
+    access,
     administration,
     console,
     cursors,
@@ -43,6 +46,7 @@ from app.routes import (
 )
 from app.settings import Settings, load_settings
 from app.trigger_actions import TriggerRuntime
+from qm.access import AccessControl
 from qm.clock import Clock, SystemClock
 from qm.cursors import CursorService
 from qm.manager import QueueManager
@@ -59,6 +63,8 @@ receive and peek with waits, cursors, lookup-ID navigation, transactions and two
 reads. Errors are `application/problem+json` carrying the MQ_ERROR name and hex code.
 Lookup IDs are decimal strings. Queue paths appear in URLs as `private$/name` or `name`.
 """
+AUDIT_PRUNE_INTERVAL_S = 3600.0
+"""How often audit entries past MSMQGW_AUDIT_RETENTION_DAYS are pruned."""
 
 
 def process_name() -> str:
@@ -77,6 +83,7 @@ def settle_heap() -> None:
 
 def create_app(settings: Settings | None = None, clock: Clock | None = None) -> FastAPI:
     settings = settings or load_settings()
+    check_exposure(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -111,6 +118,11 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         tasks.append(asyncio.create_task(redrive_pass, name="redrives"))
         app.state.triggers = TriggerRuntime(manager, store, settings)
         app.state.trigger_admin = app.state.triggers.admin
+        access = AccessControl(store.access, manager.clock, settings.auth_cache_ttl_s)
+        keys = KeyVerifier(store.access, settings.auth_cache_ttl_s)
+        app.state.security = Security(settings, keys, access, settings.source_networks())
+        prune = supervise("audit pruning", lambda: prune_audit_pass(access, settings), AUDIT_PRUNE_INTERVAL_S)
+        tasks.append(asyncio.create_task(prune, name="audit pruning"))
         trigger_task = app.state.triggers.task
         app.state.operations = observe(app, store, [*tasks, *([trigger_task] if trigger_task else [])])
         metrics_server = await separate_metrics_port(settings, app.state.operations)
@@ -145,6 +157,8 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     # the REST prefix keeps taking those requests, as before. Its check costs under a microsecond.
     app.add_middleware(fast_messages.FastMessages, application=app)
     app.add_middleware(parameters.TextInUrl)  # before the fast layer: no NUL reaches a route
+    # Outside the fast layer, so that every REST request is checked (app/access_rules.py).
+    app.add_middleware(Authorization, application=app)
     app.add_middleware(srmp.SrmpRequestTarget, virtual_directory=settings.srmp_virtual_directory)
     # A request with a foreign Host, from another site's page or with a body type its endpoint
     # does not read is refused before the routes see it.
@@ -176,6 +190,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         triggers.rules_router,
         queues.router,
         outgoing.router,
+        access.router,
         redrives.router,
         srmp.router,
         soap_api.router,

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 from starlette.routing import BaseRoute
 
+from app.access_openapi import declare_access
 from app.answers import INVALID_PARAMETER, answers
 from app.errors import PROBLEM_JSON
 from app.parameters import LOOKUP_ID_PATTERN
@@ -65,6 +66,7 @@ TAGS: list[dict[str, str]] = [
     {"name": "triggers", "description": "Message Queuing Triggers: rules and triggers"},
     {"name": "srmp", "description": "MSMQ over HTTP from Windows senders"},
     {"name": "soap", "description": "The SOAP 1.1 API and its WSDL"},
+    {"name": "access", "description": "Principals, API keys, rights (MSMQ's access masks) and the audit log"},
     {"name": "operations", "description": "Prometheus metrics and Kubernetes probes (docs/operations.md)"},
 ]
 
@@ -115,6 +117,7 @@ def install(
             _describe_path_parameters(document)
             _edge_answers(document)
             app.openapi_schema = _problems_instead_of_422(document)
+            declare_access(app.openapi_schema)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

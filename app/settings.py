@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 from collections.abc import Mapping
@@ -246,6 +247,40 @@ class Settings(BaseSettings):
             raise ValueError("tls_client_ca_file needs tls_cert_file and tls_key_file (HTTPS)")
         return self
 
+    anonymous_admin: bool = Field(
+        True,
+        description="Callers without credentials from a loopback address have every right (the README's "
+        "walk-through needs no set-up); false: they have only what is granted to `anonymous`. On a "
+        "non-loopback MSMQGW_HOST the gateway refuses to start while this is true, unless "
+        "MSMQGW_ALLOW_UNAUTHENTICATED_NETWORK is set (docs/security.md)",
+    )
+    allow_unauthenticated_network: bool = Field(
+        False,
+        description="Let callers without credentials administer from any address, and start so on a "
+        "network address (a warning is logged): for a closed lab network only",
+    )
+    auth_cache_ttl_s: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="How long a verified API key and a principal's grants are remembered: a key revoked "
+        "or a grant changed through another gateway process takes effect within this time",
+    )
+    srmp_anonymous_write: Literal["all", "granted"] = Field(
+        "all",
+        description="all: SRMP senders (principal anonymous-srmp) may write every local queue, as MSMQ's "
+        "default queue ACL lets ANONYMOUS LOGON send; granted: only queues where anonymous-srmp holds "
+        "WRITE_MESSAGE",
+    )
+    srmp_source_networks: str = Field(
+        "",
+        description="Comma-separated networks (CIDR) SRMP senders may write from; empty: any. A message "
+        "from elsewhere is refused as MQMSG_CLASS_NACK_ACCESS_DENIED",
+    )
+    audit_retention_days: float = Field(
+        90.0, gt=0, description="Audit log entries older than this are pruned by housekeeping"
+    )
+
     @model_validator(mode="after")
     def _send_fits_in_lease(self) -> Settings:
         if self.srmp_send_timeout_s > self.srmp_outgoing_lease_s / 2:
@@ -299,6 +334,16 @@ class Settings(BaseSettings):
         host = (public or names or ["localhost"])[0]
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}/{self.srmp_virtual_directory}/private$/order_queue$"
+
+    @field_validator("srmp_source_networks")
+    @classmethod
+    def _networks_parse(cls, value: str) -> str:
+        for item in _items(value):
+            ipaddress.ip_network(item, strict=False)  # ValueError names the bad one
+        return value
+
+    def source_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return tuple(ipaddress.ip_network(item, strict=False) for item in _items(self.srmp_source_networks))
 
     def outbound_hosts(self) -> list[str]:
         return [name.strip() for name in self.srmp_outbound_hosts.split(",") if name.strip()]

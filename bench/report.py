@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from bench.auth_bench import auth_targets
+
 Row = dict[str, Any]
 COLUMNS = (
     ("store", 10),
@@ -108,6 +110,8 @@ def targets(rows: list[Row]) -> list[dict[str, Any]]:
                     latency["p99_ms"],
                     latency["p99_ms"] < 10 and not latency.get("skipped"),
                 )
+        for target, ratio in auth_targets(rows, store):
+            add(store, target, ratio, (ratio or 0) >= 0.95)
         _metrics_targets(rows, store, add)
         depths = sorted(
             {int(row["scenario"].split()[1].replace(",", "")) for row in rows

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import requests as rq
+from bench.auth_bench import auth_rows
 from bench.ceiling import run_ceiling
 from bench.decode_bench import decode_rows
 from bench.harness import Database, Gateway, client_cpu_seconds, migrate, settle
@@ -59,7 +60,7 @@ SCRAPED_E2E = "end to end, /metrics every 1 s"
 """`serve --workers` for the rows that show what both cores of the machine give."""
 
 Row = dict[str, Any]
-SCENARIOS = frozenset({"ceiling", "srmp", "rest", "decode", "e2e", "latency", "depth", "metrics"})
+SCENARIOS = frozenset({"ceiling", "srmp", "rest", "auth", "decode", "e2e", "latency", "depth", "metrics"})
 
 
 _created = itertools.count(1)
@@ -143,6 +144,7 @@ class StoreRun:
         for name, scenario in (
             ("srmp", self.srmp_send),
             ("rest", self.rest_send_receive),
+            ("auth", self.authenticated),
             ("decode", self.decode),
             ("e2e", self.end_to_end),
             ("latency", self.latency),
@@ -201,6 +203,9 @@ class StoreRun:
                 )
 
             await self.measured(f"REST receive x{batch}", concurrency, receive)
+
+    async def authenticated(self) -> None:
+        await auth_rows(self)
 
     async def decode(self) -> None:
         """The body decoder on one core (in this process), then a JSON receive without and with

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -86,8 +86,15 @@ class Administration:
         moved = await self._qm.store.messages.move(source.id, lookup_ids, lambda m: _moved(m, target), now)
         return [dataclasses.replace(item, message=self._qm._as_read(item.message)) for item in moved]
 
-    async def resend_dead_letters(self, path_text: str, lookup_ids: Sequence[int] | None) -> list[Resent]:
-        """Send the chosen dead letters (None: the first MAX_CHOSEN) back to their destination queues."""
+    async def resend_dead_letters(
+        self,
+        path_text: str,
+        lookup_ids: Sequence[int] | None,
+        may_write: Callable[[str], Awaitable[None]] | None = None,
+    ) -> list[Resent]:
+        """Send the chosen dead letters (None: the first MAX_CHOSEN) back to their destination
+        queues; `may_write` refuses (raises) a destination the caller may not write, before
+        anything moves."""
         source = await self._qm.get_queue(path_text)
         if source.path.key not in DEAD_LETTER_QUEUES:
             raise MqError(
@@ -97,6 +104,9 @@ class Administration:
             )
         chosen = await self._chosen(source, lookup_ids)
         targets = {message.lookup_id: await self._destination(message) for message in chosen}
+        if may_write is not None:
+            for destination in sorted({m.destination_queue for m in chosen if m.destination_queue}):
+                await may_write(destination)
         now = self._qm.clock.now()
         moved = await self._qm.store.messages.move(
             source.id, [m.lookup_id for m in chosen], lambda m: _resent(m, targets[m.lookup_id], now), now

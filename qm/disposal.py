@@ -46,6 +46,8 @@ class Reason(enum.Enum):
     """The remote queue manager answered 400: the destination is not available to this sender."""
     DELETED_IN_TRANSIT = MessageClass.NACK_DELETED
     """Purged from an outgoing queue before it reached its destination."""
+    ACCESS_DENIED = MessageClass.NACK_ACCESS_DENIED
+    """Refused on arrival: the sender may not write to the queue (nothing is stored)."""
 
     @property
     def negative(self) -> bool:
@@ -239,6 +241,19 @@ class DisposalPolicy:
         return [
             Placement(PlacementKind.ACKNOWLEDGMENT, target, properties, "", now, self.identity.guid, None)
         ]
+
+    def refused_arrival(
+        self, properties: MessageProperties, message_id: str, queue: QueuePath, reason: Reason, now: datetime
+    ) -> list[Placement]:
+        """What a message refused on arrival earns where nothing of it is stored: only its
+        negative acknowledgment, when it asked for one (its sender dead-letters it itself)."""
+        target = self.acknowledgment_target(properties.admin_queue, properties.acknowledge, reason)
+        if target is None:
+            return []
+        nack = acks.acknowledgment(
+            properties, message_id, reason.value, self.destination_format_name(queue), self.identity.guid, now
+        )
+        return [Placement(PlacementKind.ACKNOWLEDGMENT, target, nack, "", now, self.identity.guid, None)]
 
     def local_queue(self, text: str) -> QueuePath | None:
         """A format name (or, for convenience, a path name) naming a local queue, else None."""

@@ -76,6 +76,8 @@ class QueueManager:
         """Dead letters staged by the pipeline, re-sent through this queue manager's send path."""
         self.deliver = self._sending.deliver
         """Enqueue a message that may arrive more than once (qm.sending.Sending.deliver)."""
+        self.refuse_arrival = self._sending.refuse_arrival
+        """Refuse a message its sender may not write (qm.sending.Sending.refuse_arrival)."""
         self.final_receipt_received = self._receipts.final_receipt_received
         self._take_waiting = self._waiting.take_waiting
         self._wait = self._waiting.wait

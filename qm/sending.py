@@ -12,7 +12,7 @@ from qm.config import TransactionTtbr
 from qm.disposal import Departure, PlacementKind, Reason
 from qm.errors import MqError, MqErrorCode, QuotaExceeded
 from qm.model import Message, MessageProperties, NewMessage, Queue
-from qm.paths import QueueKind
+from qm.paths import QueueKind, QueuePath
 from qm.store import EnqueueOutcome
 from qm.streams import StreamPosition
 from qm.transactions import SINGLE_MESSAGE_TRANSACTION
@@ -68,6 +68,18 @@ class Sending:
         if stored is not None and (stream is not None or path.kind is QueueKind.OUTGOING):
             self._qm.outbound_work.set()
         return stored
+
+    async def refuse_arrival(self, path: QueuePath, properties: MessageProperties, message_id: str) -> bool:
+        """A message the sender may not write to `path` (MQMSG_CLASS_NACK_ACCESS_DENIED): stored
+        nowhere; its negative acknowledgment placed where it asked for one. True if placed."""
+        now = self._qm.clock.now()
+        placements = self._qm.policy.refused_arrival(properties, message_id, path, Reason.ACCESS_DENIED, now)
+        if not placements:
+            return False
+        await self._qm.store.messages.place(placements, now)
+        if any(placement.target.kind is QueueKind.OUTGOING for placement in placements):
+            self._qm.outbound_work.set()
+        return True
 
     async def _deliver_to(self, queue: Queue, arrival: Arrival) -> Message | None:
         held_by = await self._send_transaction(queue, arrival.transaction)

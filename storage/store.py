@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from qm.disposal import DisposalPolicy
 from qm.wakeups import WakeUps
+from storage.access import SqlAccess
 from storage.counters import Counters
 from storage.cursors import SqlCursors
 from storage.database import Database
@@ -44,6 +45,7 @@ class SqlStore:
         self.housekeeping = Housekeeping(self.db, ends)
         self.outgoing = SqlOutgoing(self.db)
         self.triggers = SqlTriggers(self.db)
+        self.access = SqlAccess(self.db)
         self.redrives = SqlRedrives(self.db)
         self.observation = SqlObservation(self.db)
 

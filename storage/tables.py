@@ -362,3 +362,54 @@ trigger_leases = sa.Table(
     sa.Column("expires_at", sa.BigInteger, nullable=False),
 )
 """Which gateway process runs each trigger (several processes on one PostgreSQL)."""
+
+principals = sa.Table(
+    "principals",
+    metadata,
+    sa.Column("name", sa.String(124), primary_key=True),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+"""Who may be given rights: API key holders, and the built-in anonymous callers."""
+
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("key_id", sa.String(32), primary_key=True),
+    sa.Column(
+        "principal", sa.String(124), sa.ForeignKey("principals.name", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("salt", sa.LargeBinary(32), nullable=False),
+    sa.Column("hash", sa.LargeBinary(64), nullable=False),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("revoked_at", sa.BigInteger, nullable=True),
+)
+"""Only a slow salted hash of each key's secret is kept (scrypt)."""
+
+grants = sa.Table(
+    "grants",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column(
+        "principal", sa.String(124), sa.ForeignKey("principals.name", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("queue", sa.String(400), nullable=True),
+    sa.Column("rights", sa.BigInteger, nullable=False),
+    sa.Index("ix_grants_principal", "principal"),
+)
+"""Rights (qm.rights) of a principal on the queue manager (queue NULL) or a queue path pattern."""
+
+audit_log = sa.Table(
+    "audit_log",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("at", sa.BigInteger, nullable=False),
+    sa.Column("principal", sa.String(124), nullable=False),
+    sa.Column("client", sa.String(128), nullable=False),
+    sa.Column("action", sa.String(200), nullable=False),
+    sa.Column("target", sa.Text, nullable=False),
+    sa.Column("outcome", sa.String(64), nullable=False),
+    sa.Index("ix_audit_log_at", "at"),
+)
+"""Changes of state that are not message traffic, who asked and what came of it."""

@@ -50,3 +50,22 @@ def stream_request(
 
 def new_stream_id() -> StreamId:
     return StreamId(SENDER_QM, (int(time.time()) << 32) | uuid.uuid4().int % 2**31)
+
+
+def plain_request(to: str, sequence: int, body: bytes = b"hello") -> tuple[str, bytes]:
+    """`(Content-Type, body)` of a recoverable message that is not in a stream."""
+    sent = int(time.time())
+    envelope = SrmpEnvelope(
+        path=Path(action="MSMQ:plain", to=to, id=MessageId(SENDER_QM, sequence)),
+        properties=Properties(SrmpTime.from_epoch(sent + HOUR_S), SrmpTime.from_epoch(sent)),
+        services=Services(durable=True),
+        msmq=Msmq(
+            message_class=0,
+            priority=3,
+            body_type=0,
+            source_qm_guid=SENDER_QM,
+            ttrq=SrmpTime.from_epoch(sent + 2 * HOUR_S),
+        ),
+        body=body,
+    )
+    return build_request(envelope)

@@ -26,6 +26,7 @@ from app.admin_schemas import (
     parse_import,
     parse_lookup_ids,
 )
+from app.auth import authorize
 from app.docs import MESSAGE_EXAMPLE
 from app.gateway import Gateway, GatewayDep, canonical_queue
 from app.http import read_capped
@@ -33,6 +34,7 @@ from app.parameters import parse_lookup_id
 from qm.administration import Administration
 from qm.errors import MqErrorCode
 from qm.model import Message
+from qm.rights import QueueRight
 
 router = APIRouter(prefix="/api/queues/{path:path}/messages", tags=["administration"])
 """Matched before the lookup routes: `…/messages/export` is no lookup ID."""
@@ -120,7 +122,8 @@ def _administration(gateway: Gateway) -> Administration:
         QUOTA,
     ),
 )
-async def move_messages(path: str, body: MoveIn, gateway: GatewayDep) -> MoveOut:
+async def move_messages(path: str, body: MoveIn, request: Request, gateway: GatewayDep) -> MoveOut:
+    await authorize(request, QueueRight.WRITE_MESSAGE, body.to)  # the source's right: app/access_rules.py
     to = canonical_queue(gateway, body.to)
     moved = await _administration(gateway).move_messages(path, parse_lookup_ids(body.lookup_ids), body.to)
     return MoveOut(queue=to, moved=[MovedOut.of(item, to) for item in moved])
@@ -143,9 +146,15 @@ async def move_messages(path: str, body: MoveIn, gateway: GatewayDep) -> MoveOut
         QUOTA,
     ),
 )
-async def resend_dead_letters(path: str, body: ResendIn, gateway: GatewayDep) -> ResendOut:
+async def resend_dead_letters(
+    path: str, body: ResendIn, request: Request, gateway: GatewayDep
+) -> ResendOut:
     chosen = None if body.lookup_ids is None else parse_lookup_ids(body.lookup_ids)
-    resent = await _administration(gateway).resend_dead_letters(path, chosen)
+
+    async def may_write(destination: str) -> None:
+        await authorize(request, QueueRight.WRITE_MESSAGE, destination)
+
+    resent = await _administration(gateway).resend_dead_letters(path, chosen, may_write)
     return ResendOut(resent=[MovedOut.of(item.moved, item.queue.url_path) for item in resent])
 
 

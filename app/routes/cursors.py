@@ -5,11 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response, status
 
 from app import answers as a
+from app.auth import authorize
 from app.docs import CURSOR_EXAMPLE, MESSAGE_EXAMPLE
 from app.gateway import DECODE, GatewayDep, TimeoutMs, TransactionParam, check_wait
 from app.http import decode_requested, message_response
 from app.schemas import CursorCreate, CursorOut
 from qm.model import Message
+from qm.rights import QueueRight
 
 router = APIRouter(prefix="/api/cursors", tags=["cursors"])
 OPEN_CURSOR = (a.NO_CURSOR, a.CURSOR_QUEUE_GONE)
@@ -27,7 +29,8 @@ MESSAGE = {200: a.message_answer(MESSAGE_EXAMPLE), **a.NO_MESSAGE}
         a.QUEUE_PATH,
     ),
 )
-async def open_cursor(body: CursorCreate, gateway: GatewayDep) -> CursorOut:
+async def open_cursor(body: CursorCreate, gateway: GatewayDep, request: Request) -> CursorOut:
+    await authorize(request, QueueRight.PEEK_MESSAGE, body.queue)  # opening a cursor is peeking its queue
     opened = await gateway.cursors.open(body.queue)
     record, queue = await gateway.cursors.describe(opened.id)
     return CursorOut.of(record, queue.path.url_path)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Request, Response, status
 from pydantic import BaseModel, Field
 
 from app import answers as a
+from app.auth import give_ownership, queue_deleted
 from app.docs import QUEUE_EXAMPLE
 from app.gateway import GatewayDep
 from app.schemas import QueueCreate, QueueOut, QueueUpdate
@@ -51,8 +52,11 @@ async def list_queues(gateway: GatewayDep) -> list[QueueOut]:
         a.QUEUE_EXISTS,
     ),
 )
-async def create_queue(body: QueueCreate, gateway: GatewayDep, response: Response) -> QueueOut:
+async def create_queue(
+    body: QueueCreate, gateway: GatewayDep, request: Request, response: Response
+) -> QueueOut:
     queue = await gateway.manager.create_queue(body.path, body.settings())
+    await give_ownership(request, queue.path.url_path)
     # Queue names may hold `#`, `?` or `%`: the URL carries them percent-encoded.
     response.headers["Location"] = f"/api/queues/{quote(queue.path.url_path, safe='$/')}"
     return QueueOut.of(queue)
@@ -98,6 +102,7 @@ def register_item_routes(api: APIRouter) -> None:
             a.ok({"deleted": "private$/orders", "messages_dropped": 3}), a.QUEUE_PATH, a.ADMINISTERED
         ),
     )
-    async def delete_queue(path: str, gateway: GatewayDep) -> DeleteOut:
+    async def delete_queue(path: str, gateway: GatewayDep, request: Request) -> DeleteOut:
         dropped = await gateway.manager.delete_queue(path)
+        await queue_deleted(request, path)
         return DeleteOut(deleted=path, messages_dropped=dropped)

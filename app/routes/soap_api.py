@@ -15,6 +15,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from app.access_rules import SOAP_RULES
+from app.auth import audit, authorize, caller, give_ownership, queue_deleted
 from app.docs import SOAP_FAULT_EXAMPLE, SOAP_REQUEST_BODY, SOAP_RESPONSE_EXAMPLE, WSDL_EXAMPLE
 from app.errors import HTTP_STATUS, HttpMqError
 from app.gateway import Gateway, GatewayDep, canonical_queue, check_wait
@@ -100,7 +102,7 @@ async def soap_call(request: Request, gateway: GatewayDep) -> Response:
         call = parse_call(
             payload, request.headers.get("content-type"), request_limits(gateway.settings.max_body_bytes)
         )
-        values = await _perform(call, request, gateway)
+        values = await _checked(call, request, gateway)
         return Response(response_envelope(call.operation, values), media_type=TEXT_XML)
     except ServiceFault as fault:
         return _fault(fault)
@@ -124,6 +126,42 @@ def _blame(error: MqError) -> FaultCode:
 
 def _fault(fault: ServiceFault) -> Response:
     return Response(fault_envelope(fault), status_code=HTTPStatus.INTERNAL_SERVER_ERROR, media_type=TEXT_XML)
+
+
+async def _checked(call: Call, request: Request, gateway: Gateway) -> Values:
+    """The operation's right (app/access_rules.py) checked before anything is done; changes of
+    state that are not message traffic recorded in the audit log, refused or not."""
+    right, audited = SOAP_RULES[call.operation]
+    queue = _queue_of(call)
+    action, target = f"SOAP {call.operation}", f"queue={queue}" if queue else ""
+    try:
+        await authorize(request, right, queue)
+    except MqError:
+        if audited and caller(request).authenticated:
+            await audit(request, action, target, "denied")
+        raise
+    if not audited:
+        return await _perform(call, request, gateway)
+    try:
+        values = await _perform(call, request, gateway)
+    except MqError as error:
+        await audit(request, action, target, f"failed {error.code.name}")
+        raise
+    if isinstance(call, calls.CreateQueue):
+        await give_ownership(request, call.path)
+    if isinstance(call, calls.DeleteQueue):
+        await queue_deleted(request, call.path)
+    await audit(request, action, target, "allowed")
+    return values
+
+
+def _queue_of(call: Call) -> str | None:
+    match call:
+        case calls.Send() | calls.Receive() | calls.Peek() | calls.ByLookupId():
+            return call.queue
+        case calls.CreateQueue() | calls.GetQueue() | calls.DeleteQueue() | calls.PurgeQueue():
+            return call.path
+    return None
 
 
 async def _perform(call: Call, request: Request, gateway: Gateway) -> Values:

@@ -17,10 +17,13 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import answers as a
+from app.auth import srmp_sender_may_write
 from app.docs import SRMP_REQUEST_EXAMPLE, SRMP_STATISTICS_EXAMPLE
 from app.gateway import Gateway, GatewayDep
+from qm.access import ANONYMOUS_SRMP
 from qm.errors import MqError, MqErrorCode, QuotaExceeded
 from qm.manager import SINGLE_MESSAGE_TRANSACTION
+from qm.model import MessageProperties
 from qm.streams import StreamPosition
 from soap import (
     DEFAULT_LIMITS,
@@ -111,7 +114,7 @@ async def answer_srmp(scope: Scope, receive: Receive, gateway: Gateway) -> HTTPS
     path = scope["path"]
     try:
         envelope = await _read_envelope(scope, receive)
-        outcome = await _store(envelope, gateway)
+        outcome = await _store(envelope, gateway, scope)
     except SrmpError as error:
         return _refused(HTTPStatus(error.status), error.reason, path, gateway)
     except QuotaExceeded as error:
@@ -159,7 +162,7 @@ async def _read_envelope(scope: Scope, receive: Receive) -> SrmpEnvelope:
     return parse_request(b"".join(chunks), headers.get("content-type"))
 
 
-async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> Outcome:
+async def _store(envelope: SrmpEnvelope, gateway: GatewayDep, scope: Scope) -> Outcome:
     """Store the message; the outcome names the counter it adds to."""
     if envelope.stream_receipt is not None:
         return "stream_receipts" if await _our_stream_receipt(envelope, gateway) else "stray_stream_receipts"
@@ -180,6 +183,7 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> Outcome:
             timers,
         )
     properties = message_properties(envelope, timers)
+    await _admit(queue, properties, envelope, gateway, scope)
     duplicate_key = None if envelope.message_id == DEFAULT_MESSAGE_ID else envelope.message_id.text
     transaction = SINGLE_MESSAGE_TRANSACTION if envelope.stream is not None else None
     eod = envelope.msmq.eod if envelope.msmq is not None else None
@@ -191,6 +195,25 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep) -> Outcome:
         log.info("duplicate SRMP message %s to %s dropped", duplicate_key, queue)
         return "duplicates"
     return "stored"
+
+
+async def _admit(
+    queue: str, properties: MessageProperties, envelope: SrmpEnvelope, gateway: Gateway, scope: Scope
+) -> None:
+    """The anonymous SRMP sender's WRITE_MESSAGE on the queue (docs/security.md). A refused
+    message is stored nowhere, earns its NACK (class 0x8004) where it asked for one, and is
+    answered 400, the status of a message the receiver will not take: the sender gives up."""
+    path = gateway.manager.resolve(queue)
+    client = scope.get("client") or ("", 0)
+    if await srmp_sender_may_write(scope["app"].state.security, client[0], path):
+        return
+    gateway.srmp.access_denied += 1
+    nack = await gateway.manager.refuse_arrival(path, properties, envelope.message_id.text)
+    raise SrmpError(
+        HTTPStatus.BAD_REQUEST,
+        f"{ANONYMOUS_SRMP} from {client[0]} may not write to {path.url_path}"
+        + ("; negative acknowledgment sent" if nack else ""),
+    )
 
 
 async def _our_stream_receipt(envelope: SrmpEnvelope, gateway: GatewayDep) -> bool:

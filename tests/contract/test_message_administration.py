@@ -98,3 +98,29 @@ async def test_a_move_racing_receives_loses_and_repeats_nothing(
     assert sorted(received + left) == sorted(message.properties.body for message in sent)
     kept, rows_add_up_to = await _totals_and_rows(manager.store)  # type: ignore[arg-type]
     assert kept == rows_add_up_to
+
+
+async def test_a_resend_to_a_queue_the_caller_may_not_write_moves_nothing(
+    manager: QueueManager, reader: QueueReader, clock: SettableClock
+) -> None:
+    administration = Administration(manager, reader)
+    await manager.create_queue(ORDERS, QueueSettings())
+    await manager.create_queue(RETRY, QueueSettings())
+    for queue in (ORDERS, RETRY):
+        dead = MessageProperties(body=queue.encode(), journal=JournalFlags.DEADLETTER, time_to_be_received=5)
+        await manager.send(queue, dead)
+    clock.advance(10)
+    await manager.expire_due()
+    asked: list[str] = []
+
+    async def only_orders(destination: str) -> None:
+        asked.append(destination.replace("\\", "/"))  # a dead letter names it private$\orders
+        if asked[-1] != ORDERS:
+            raise MqError(MqErrorCode.MQ_ERROR_ACCESS_DENIED, f"may not write {destination}")
+
+    with pytest.raises(MqError) as refused:
+        await administration.resend_dead_letters("system$;deadletter", None, only_orders)
+    assert refused.value.code is MqErrorCode.MQ_ERROR_ACCESS_DENIED
+    assert sorted(asked) == sorted([ORDERS, RETRY])
+    assert len(await reader.browse("system$;deadletter", 0, 10)) == 2  # nothing moved
+    assert await reader.browse(ORDERS, 0, 10) == [] and await reader.browse(RETRY, 0, 10) == []

@@ -131,6 +131,40 @@ def test_a_usage_error_exits_2_with_help(cli: Cli) -> None:
     assert b"usage: msmq-gateway" in result.stderr
 
 
+def test_keys_and_grants(cli: Cli) -> None:
+    created = cli.ok("keys", "create", "--principal", "ops", "--admin", "--description", "operators")
+    assert created["key"].startswith(f"mgw_{created['key_id']}_") and created["principal"] == "ops"
+    listed = cli.ok("keys", "list")
+    assert [(key["key_id"], key["principal"], key["revoked_at"]) for key in listed] == [
+        (created["key_id"], "ops", None)
+    ]
+    assert "key" not in listed[0]
+    granted = cli.ok("grant", "app", "RECEIVE_MESSAGE,write_message", "--queue", "private$/orders")
+    assert granted == {
+        "principal": "app",
+        "queue": "private$/orders",
+        "rights": ["DELETE_MESSAGE", "PEEK_MESSAGE", "WRITE_MESSAGE"],
+        "mask": 7,
+    }
+    assert cli.ok("grant", "app", "DELETE_MESSAGE", "--queue", "private$/orders", "--revoke")["mask"] == 6
+    assert {(grant["principal"], grant["queue"]) for grant in cli.ok("grants")} == {
+        ("ops", None),
+        ("ops", "*"),
+        ("app", "private$/orders"),
+    }
+    cli.fails("MQ_ERROR_INVALID_PARAMETER", "grant", "app", "SEND", "--queue", "private$/orders")
+    assert cli.ok("keys", "revoke", created["key_id"]) == {"revoked": created["key_id"]}
+    cli.fails("MQ_ERROR_INVALID_HANDLE", "keys", "revoke", created["key_id"])
+    assert cli.ok("keys", "list", "--principal", "ops")[0]["revoked_at"] is not None
+
+
+def test_serve_refuses_a_network_address_while_anonymous_callers_administer(cli: Cli) -> None:
+    result = cli.run("serve", "--host", "0.0.0.0", "--no-migrate")
+    assert result.returncode == 3
+    assert b"refusing to listen on 0.0.0.0" in result.stderr
+    assert b"MSMQGW_ANONYMOUS_ADMIN=false" in result.stderr
+
+
 def test_a_queue_no_path_can_name_is_listed_and_deleted_by_id(cli: Cli) -> None:
     """A name with `=` (created by an older gateway) is read as a format name wherever a queue
     is named: only `queue unreachable` finds and removes it."""

@@ -256,3 +256,37 @@ def test_an_operators_day_in_the_console(
     assert not chromium.blocked_urls(), chromium.blocked_urls()
     errors = [text for text in chromium.console_errors() if "/api/me" not in text]
     assert not errors, errors
+
+
+def test_a_principal_sees_only_the_actions_it_may_take(chromium: Chromium, gateway: GatewayProcess) -> None:
+    """Signed in with a key that may peek at one queue and read properties, the operator sees
+    no purge, send, edit, delete, move or import: the console asks GET /api/me/rights."""
+    base = gateway.base_url
+    assert httpx.post(f"{base}/api/queues", json={"path": ORDERS}).status_code == 201
+    rest_send(gateway, ORDERS, body="look, do not touch", label="for the viewer")
+    for queue, rights in ((ORDERS, ["PEEK_MESSAGE", "GET_PROPERTIES"]), (None, ["GET_PROPERTIES"])):
+        granted = httpx.post(
+            f"{base}/api/grants", json={"principal": "viewer", "queue": queue, "rights": rights}
+        )
+        assert granted.status_code == 200, granted.text
+    created = httpx.post(f"{base}/api/keys", json={"principal": "viewer"})
+    assert created.status_code == 201, created.text
+    me = Operator(chromium, None, publish=False)
+
+    def shown(css: str) -> bool:
+        return bool(me.driver.find_elements(By.CSS_SELECTOR, css))
+
+    chromium.open(f"{base}/console")
+    me.text("#tree", DEADLETTER)
+    me.click("#api-key").send_keys(created.json()["key"])
+    me.click("#sign-in-button")
+    me.text("#who", "signed in as viewer")
+    me.open_queue(ORDERS)
+    me.text("#message-table", "for the viewer")
+    me.wait(lambda driver: shown("#export"))  # PEEK_MESSAGE: the button bar is drawn
+    for forbidden in ("#purge", "#show-send", "#show-edit", "#delete-queue", "#import-file", "#move-target"):
+        assert not shown(forbidden), forbidden
+    me.click("#message-table a.open")
+    me.wait(lambda driver: shown("#viewer-export"))
+    for forbidden in ("#delete-message", "#viewer-move", "#viewer-move-target"):
+        assert not shown(forbidden), forbidden

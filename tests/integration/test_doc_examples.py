@@ -1,7 +1,7 @@
-"""The curl examples of README.md and docs/rest-api.md work verbatim: each page's examples run
-in order in one bash against a real `msmq-gateway serve` on an empty database, as a reader
-runs them, and print what the page shows after them (tests/doc_examples.py says what is
-compared)."""
+"""The curl examples of README.md, docs/rest-api.md and docs/security.md work verbatim: each
+page's examples run in order in one bash against a real `msmq-gateway serve` on an empty
+database, as a reader runs them, and print what the page shows after them
+(tests/doc_examples.py says what is compared)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tests.doc_examples import Example, examples, mismatch, run
 from tests.gateway_process import GatewayProcess
 
 pytestmark = pytest.mark.slow
-PAGES = ("README.md", "docs/rest-api.md")
+PAGES = ("README.md", "docs/rest-api.md", "docs/security.md")
 DOCUMENTED_URL = "http://127.0.0.1:8080"
 NOT_CURL = re.compile(r"\bmake (run|test)\b|msmq-gateway (serve|pipeline)|pip install")
 """Examples that start a server or need more than curl and the gateway (the Spark jobs)."""

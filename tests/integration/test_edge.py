@@ -105,6 +105,7 @@ async def test_listed_names_and_the_local_host_names_are_served(database_url: st
         allowed_hosts="gw.example.net",
         local_host_names="gw01,10.0.0.5",
         host="192.0.2.7",
+        allow_unauthenticated_network=True,  # the bind address only names the gateway here
     )
     async with served(settings) as client:
         for host in ("gw.example.net:8080", "gw01", "10.0.0.5", "192.0.2.7"):

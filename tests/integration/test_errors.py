@@ -27,6 +27,8 @@ IDS = {
     "{queue_id}": "999999",
     "{trigger}": "NoSuchTrigger",
     "{rule}": "NoSuchRule",
+    "{name}": "nobody",
+    "{key_id}": "0000000000000000",
     "{batch_id}": "NoSuchBatch",
 }
 
@@ -127,6 +129,20 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
     ("POST", "/api/triggers/{trigger}/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     ("DELETE", "/api/triggers/{trigger}/rules/{rule}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     ("GET", "/api/triggers/{trigger}/invocations"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/principals"): ({}, 0, ""),  # no error path: listing always works
+    ("DELETE", "/api/principals/{name}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/keys"): ({}, 0, ""),  # no error path: listing always works
+    ("POST", "/api/keys"): ({"json": {"principal": "a:b"}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
+    ("DELETE", "/api/keys/{key_id}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/grants"): ({}, 0, ""),  # no error path: listing always works
+    ("POST", "/api/grants"): (
+        {"json": {"principal": "app", "queue": "q", "rights": ["SEND"]}},
+        400,
+        "MQ_ERROR_INVALID_PARAMETER",
+    ),
+    ("GET", "/api/me"): ({}, 0, ""),  # no error path: every caller is someone
+    ("GET", "/api/me/rights"): ({"params": {"queue": "private$/"}}, 400, "MQ_ERROR_ILLEGAL_QUEUE_PATHNAME"),
+    ("GET", "/api/audit"): ({"params": {"limit": 0}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
     ("GET", "/api/redrives/{batch_id}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     ("POST", "/api/redrives/{batch_id}/apply"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
     # SRMP answers carry only a status, never a body (reference §2): tested in tests/compat.

@@ -15,8 +15,9 @@ from tests.integration.test_errors import FAILURES, concrete
 from tests.integration.test_openapi_drift import checked_in, operations
 
 E = MqErrorCode
-CHOSEN = frozenset({413, 415, 421})
-"""Statuses the app gives without its error table: a body too large, app/edge.py's refusals."""
+CHOSEN = frozenset({401, 413, 415, 421})
+"""Statuses the app gives without its error table: credentials not valid (401), a body too large,
+app/edge.py's refusals."""
 PARAMETER_ERRORS: dict[tuple[str, str], tuple[MqErrorCode, ...]] = {
     ("path", "path"): (
         E.MQ_ERROR_ILLEGAL_QUEUE_PATHNAME,
@@ -121,6 +122,8 @@ def test_every_problem_example_agrees_with_the_error_table() -> None:
                 if value["title"] != code.name or value["type"] != f"urn:msmq-gateway:error:{code.name}":
                     wrong.append(f"{name} {status}: {value}")
     assert not wrong, "\n".join(wrong)
+
+
 
 
 def undescribed(document: dict[str, Any]) -> list[str]:

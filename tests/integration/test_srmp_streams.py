@@ -128,4 +128,5 @@ async def test_statistics_count_what_the_srmp_route_did(client: httpx.AsyncClien
         "refused": 1,
         "retry_later": 0,
         "timer_layout_mismatches": 1,
+        "access_denied": 0,
     }

@@ -29,8 +29,15 @@ from storage.wakeups import LocalWakeUps
 from tests.databases import POSTGRES_ADMIN_URL, postgres_available
 
 VERSION_TABLE = "alembic_version"
-SEQUENCES = {"message_counter", "queues_id_seq", "trigger_invocations_id_seq"}
-"""PostgreSQL only: the lookup-ID counter, and the serial primary keys (queues, trigger invocations)."""
+SEQUENCES = {
+    "message_counter",
+    "queues_id_seq",
+    "trigger_invocations_id_seq",
+    "grants_id_seq",
+    "audit_log_id_seq",
+}
+"""PostgreSQL only: the lookup-ID counter, and the serial primary keys (queues, trigger invocations,
+grants, the audit log)."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,342 @@
+"""Credentials become a principal here, at the edge (API keys: app/keys.py); `Authorization`
+then applies the rule of app/access_rules.py to every request, asking qm (AccessControl)
+whether the principal may. Also: the anonymous callers (the loopback administrator, the SRMP
+sender), the start-up refusal on a network address, and the audit entries."""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from starlette.routing import Match, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.access_rules import RULES, Locate, Rule
+from app.errors import problem
+from app.keys import REALM, KeyVerifier, Unauthenticated
+from app.settings import Settings
+from qm.access import ANONYMOUS, ANONYMOUS_SRMP, AccessControl, AuditEntry
+from qm.errors import MqError, MqErrorCode
+from qm.manager import QueueManager
+from qm.paths import QueuePath, parse_queue_path
+from qm.rights import (
+    QueueManagerRight,
+    QueueRight,
+    Requirement,
+    allows,
+    on_queue,
+    on_queue_manager,
+    owner_grant,
+)
+
+log = logging.getLogger(__name__)
+
+CALLER = "msmq.caller"
+"""Scope key: the Caller of this request."""
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    principal: str
+    client: str
+    authenticated: bool
+    """Proved by a key (not anonymous)."""
+    everything: bool = False
+    """The anonymous administrator (MSMQGW_ANONYMOUS_ADMIN): every right, no grant read."""
+
+
+@dataclass(frozen=True)
+class Security:
+    """What authorization needs, built in the lifespan (app.state.security)."""
+
+    settings: Settings
+    keys: KeyVerifier
+    access: AccessControl
+    srmp_networks: tuple[IPNetwork, ...] = ()
+
+    def anonymous_is_administrator(self, client_host: str) -> bool:
+        settings = self.settings
+        return settings.anonymous_admin and (
+            settings.allow_unauthenticated_network or is_loopback(client_host)
+        )
+
+
+async def srmp_sender_may_write(security: Security, client_host: str, queue: QueuePath) -> bool:
+    """The anonymous SRMP sender's right to write `queue`, from where it is."""
+    settings = security.settings
+    networks = security.srmp_networks
+    if networks and not _within(client_host, networks):
+        return False
+    if settings.srmp_anonymous_write == "all":
+        return True
+    grants = await security.access.grants_of(ANONYMOUS_SRMP)
+    return allows(grants, on_queue(QueueRight.WRITE_MESSAGE, queue))
+
+
+def _within(host: str, networks: tuple[IPNetwork, ...]) -> bool:
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return any(address in network for network in networks)
+
+
+@functools.lru_cache(maxsize=1024)
+def is_loopback(host: str) -> bool:
+    """Remembered per address: parsing one costs about 10 us, and clients come back."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _authorization(headers: list[tuple[bytes, bytes]]) -> bytes | None:
+    for name, value in headers:
+        if name == b"authorization":
+            return value
+    return None
+
+
+async def caller_of(scope: Scope, security: Security) -> Caller:
+    client = scope.get("client") or ("", 0)
+    address = f"{client[0]}:{client[1]}"
+    header = _authorization(scope["headers"])
+    if header is None:
+        return Caller(ANONYMOUS, address, False, security.anonymous_is_administrator(client[0]))
+    principal = await security.keys.principal_for(header)
+    if principal is None:
+        raise Unauthenticated("the key is not valid (unknown, revoked, or not this principal's)")
+    return Caller(principal, address, True)
+
+
+def caller(request: Request) -> Caller:
+    found: Caller = request.scope[CALLER]
+    return found
+
+
+def security_of(request: Request) -> Security:
+    found: Security = request.app.state.security
+    return found
+
+
+async def authorize(request: Request, right: QueueRight | QueueManagerRight, queue: str | None) -> None:
+    """For the routes whose queue is in the body (Locate.ROUTE): the same check, there."""
+    who = caller(request)
+    if who.everything:
+        return
+    if isinstance(right, QueueManagerRight):
+        requirement = on_queue_manager(right)
+    else:
+        assert queue is not None
+        requirement = on_queue(right, queue_path(request.app.state.gateway.manager, right, queue))
+    await security_of(request).access.check(who.principal, requirement)
+
+
+def queue_path(manager: QueueManager, right: QueueRight, text: str) -> QueuePath:
+    """The queue an operation on `text` acts on, resolved as the queue manager resolves it: a
+    format name is the local queue it designates, and a send may go to a remote queue's
+    outgoing queue. Checking the text as written would let a format name pass unchecked."""
+    return manager.destination(text) if right is QueueRight.WRITE_MESSAGE else manager.resolve(text)
+
+
+async def give_ownership(request: Request, queue_path: str) -> None:
+    """The creator of a queue owns it (MQSEC_QUEUE_GENERIC_ALL on its path). Anonymous callers
+    own nothing: a grant to `anonymous` would reach every caller without a key."""
+    who = caller(request)
+    if who.authenticated:
+        await security_of(request).access.give([owner_grant(who.principal, parse_queue_path(queue_path))])
+
+
+async def queue_deleted(request: Request, queue_path: str) -> None:
+    path = request.app.state.gateway.manager.resolve(queue_path)
+    await security_of(request).access.queue_deleted(path.url_path)
+
+
+async def audit(request: Request, action: str, target: str, outcome: str) -> None:
+    who = caller(request)
+    await record(security_of(request), who, action, target, outcome)
+
+
+async def record(security: Security, who: Caller, action: str, target: str, outcome: str) -> None:
+    entry = AuditEntry(security.access.clock.now(), who.principal, who.client, action, target, outcome)
+    try:
+        await security.access.store.record_audit(entry)
+    except Exception:  # the change is made: a failed audit write is logged, not the caller's failure
+        log.exception("audit entry not recorded: %s", entry)
+
+
+_ROUTED_AT_MOST = 1024
+NO_RULE = Rule(None, Locate.PUBLIC)
+"""A route that is not in RULES: refused to everyone (see `Authorization`)."""
+
+
+class Authorization:
+    """ASGI middleware: who is calling (or 401), the operation's rule, the check (or 403 problem
+    +json MQ_ERROR_ACCESS_DENIED before anything is done), and the audit entry of a change."""
+
+    def __init__(self, app: ASGIApp, application: FastAPI) -> None:
+        self._app = app
+        self._routes = [route for route in application.router.routes if isinstance(route, Route)]
+        self._routed: dict[tuple[str, str], tuple[Rule, str, dict[str, Any]] | None] = {}
+        self._allowed: dict[tuple[str, str, str], tuple[float, int]] = {}
+        """(principal, method, path) -> (until, AccessControl generation) of a check that
+        passed: a client repeats its requests, and resolving the queue and checking the
+        grants again cost about 10 us, 5 % of a send."""
+
+    def route(self, scope: Scope) -> tuple[Rule, str, dict[str, Any]] | None:
+        """(rule, route path, path parameters); None when no route takes the request (FastAPI
+        answers 404 or 405 and does nothing)."""
+        target = (scope["method"], scope["path"])
+        try:
+            return self._routed[target]
+        except KeyError:
+            pass
+        if len(self._routed) >= _ROUTED_AT_MOST:  # paths are the clients' to choose: bounded
+            self._routed.clear()
+        found = self._routed[target] = self._match(scope)
+        return found
+
+    def _match(self, scope: Scope) -> tuple[Rule, str, dict[str, Any]] | None:
+        method = "GET" if scope["method"] == "HEAD" else scope["method"]
+        for route in self._routes:
+            match, child = route.matches(scope)
+            if match is Match.FULL:
+                rule = RULES.get((method, route.path), NO_RULE)
+                return rule, route.path, dict(child.get("path_params", {}))
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        routed = self.route(scope)
+        if routed is None or (routed[0].locate is Locate.PUBLIC and routed[0] is not NO_RULE):
+            await self._app(scope, receive, send)
+            return
+        rule, route_path, params = routed
+        security: Security = scope["app"].state.security
+        try:
+            who = await caller_of(scope, security)
+        except Unauthenticated as refused:
+            await _unauthenticated(str(refused))(scope, receive, send)
+            return
+        scope[CALLER] = who
+        action = f"{scope['method']} {route_path}"
+        try:
+            await self._check(rule, params, who, security, scope)
+        except MqError as error:
+            if rule.audited and who.authenticated:  # anonymous refusals would be unbounded rows
+                await record(security, who, action, _target(params), "denied")
+            await problem(error)(scope, receive, send)
+            return
+        if not rule.audited:
+            await self._app(scope, receive, send)
+            return
+        status = await _serve_noting_status(self._app, scope, receive, send)
+        outcome = f"{'allowed' if status < 400 else 'failed'} {status}"
+        await record(security, who, action, _target(params), outcome)
+
+    async def _check(
+        self, rule: Rule, params: dict[str, Any], who: Caller, security: Security, scope: Scope
+    ) -> None:
+        if rule is NO_RULE:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_ACCESS_DENIED,
+                "this operation has no access rule (app/access_rules.py), so nobody may call it",
+            )
+        if who.everything or rule.locate in (Locate.ROUTE, Locate.CALLER):
+            return
+        access = security.access
+        remembered = (who.principal, scope["method"], scope["path"])
+        now = access.monotonic()
+        until, generation = self._allowed.get(remembered, (0.0, -1))
+        if until > now and generation == access.generation:
+            return
+        requirement = await _requirement(rule, params, scope)
+        if requirement is None:
+            return
+        generation = access.generation  # before the check: a change during it is not missed
+        await access.check(who.principal, requirement)
+        if len(self._allowed) >= _ROUTED_AT_MOST:  # paths are the clients' to choose: bounded
+            self._allowed.clear()
+        self._allowed[remembered] = (access.known_until(who.principal), generation)
+
+
+async def _requirement(rule: Rule, params: dict[str, Any], scope: Scope) -> Requirement | None:
+    """None: the queue cannot be named (a malformed path, a closed cursor), so the route's own
+    answer (400, 404) is all there is, and nothing is done."""
+    if isinstance(rule.right, QueueManagerRight):
+        return on_queue_manager(rule.right)
+    assert isinstance(rule.right, QueueRight)
+    try:
+        if rule.locate is Locate.CURSOR:
+            _record, queue = await scope["app"].state.gateway.cursors.describe(params["cursor_id"])
+            return on_queue(rule.right, queue.path)
+        return on_queue(
+            rule.right, queue_path(scope["app"].state.gateway.manager, rule.right, params["path"])
+        )
+    except MqError as error:
+        if error.code is MqErrorCode.MQ_ERROR_ACCESS_DENIED:
+            raise
+        return None
+
+
+def _target(params: dict[str, Any]) -> str:
+    return " ".join(f"{name}={value}" for name, value in sorted(params.items()))
+
+
+def _unauthenticated(detail: str) -> Any:
+    response = problem(MqError(MqErrorCode.MQ_ERROR_ACCESS_DENIED, detail), HTTPStatus.UNAUTHORIZED)
+    response.headers["WWW-Authenticate"] = REALM
+    return response
+
+
+async def _serve_noting_status(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> int:
+    status = 500
+
+    async def noting(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        await send(message)
+
+    await app(scope, receive, noting)
+    return status
+
+
+def check_exposure(settings: Settings) -> None:
+    """Refuse to listen on a network address while callers without credentials administer,
+    unless MSMQGW_ALLOW_UNAUTHENTICATED_NETWORK says so (then warn)."""
+    if is_loopback_name(settings.host) or not settings.anonymous_admin:
+        return
+    if settings.allow_unauthenticated_network:
+        log.warning(
+            "listening on %s and callers WITHOUT CREDENTIALS have every right "
+            "(MSMQGW_ALLOW_UNAUTHENTICATED_NETWORK); see docs/security.md",
+            settings.host,
+        )
+        return
+    raise RuntimeError(
+        f"refusing to listen on {settings.host}: callers without credentials would administer this "
+        "gateway. Create an administrator key (msmq-gateway keys create --principal ops --admin) and set "
+        "MSMQGW_ANONYMOUS_ADMIN=false, or set MSMQGW_ALLOW_UNAUTHENTICATED_NETWORK=true on a closed "
+        "network (docs/security.md)"
+    )
+
+
+def is_loopback_name(host: str) -> bool:
+    return host.strip().casefold() == "localhost" or is_loopback(host)
+
+
+async def prune_audit_pass(access: AccessControl, settings: Settings) -> None:
+    cutoff = access.clock.now() - timedelta(days=settings.audit_retention_days)
+    pruned = await access.store.prune_audit(cutoff)
+    if pruned:
+        log.info("pruned %d audit entries older than %g days", pruned, settings.audit_retention_days)

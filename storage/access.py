@@ -1,0 +1,181 @@
+"""Principals, API key hashes, grants and the audit log (qm.access.AccessRepository)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from qm.access import ApiKeyRecord, AuditEntry, Principal
+from qm.rights import Grant, fold
+from storage import rows
+from storage.database import Database
+from storage.tables import api_keys, audit_log, grants, principals
+
+p = principals.c
+k = api_keys.c
+g = grants.c
+a = audit_log.c
+
+
+class SqlAccess:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def ensure_principal(self, name: str, description: str, now: datetime) -> Principal:
+        found = await self._principal(name)
+        if found is not None:
+            return found
+        try:
+            async with self._db.transaction() as connection:
+                await connection.execute(
+                    sa.insert(principals).values(
+                        name=name, description=description, created_at=rows.to_us(now)
+                    )
+                )
+        except sa.exc.IntegrityError:  # created concurrently: the same principal
+            pass
+        created = await self._principal(name)
+        assert created is not None
+        return created
+
+    async def _principal(self, name: str) -> Principal | None:
+        async with self._db.reading() as connection:
+            row = (await connection.execute(sa.select(principals).where(p.name == name))).first()
+        return None if row is None else _principal(row)
+
+    async def list_principals(self) -> list[Principal]:
+        async with self._db.reading() as connection:
+            found = await connection.execute(sa.select(principals).order_by(p.name))
+            return [_principal(row) for row in found]
+
+    async def delete_principal(self, name: str) -> bool:
+        async with self._db.transaction() as connection:
+            # Explicitly, not by the foreign keys' cascade alone: one rule on both stores.
+            await connection.execute(sa.delete(api_keys).where(k.principal == name))
+            await connection.execute(sa.delete(grants).where(g.principal == name))
+            deleted = await connection.execute(sa.delete(principals).where(p.name == name))
+        return bool(deleted.rowcount)
+
+    async def add_key(self, record: ApiKeyRecord) -> None:
+        async with self._db.transaction() as connection:
+            await connection.execute(
+                sa.insert(api_keys).values(
+                    key_id=record.key_id,
+                    principal=record.principal,
+                    salt=record.salt,
+                    hash=record.hash,
+                    description=record.description,
+                    created_at=rows.to_us(record.created_at),
+                    revoked_at=rows.optional_us(record.revoked_at),
+                )
+            )
+
+    async def find_key(self, key_id: str) -> ApiKeyRecord | None:
+        async with self._db.reading() as connection:
+            row = (await connection.execute(sa.select(api_keys).where(k.key_id == key_id))).first()
+        return None if row is None else _key(row)
+
+    async def list_keys(self, principal: str | None) -> list[ApiKeyRecord]:
+        query = sa.select(api_keys).order_by(k.principal, k.created_at, k.key_id)
+        if principal is not None:
+            query = query.where(k.principal == principal)
+        async with self._db.reading() as connection:
+            return [_key(row) for row in await connection.execute(query)]
+
+    async def revoke_key(self, key_id: str, now: datetime) -> bool:
+        async with self._db.transaction() as connection:
+            revoked = await connection.execute(
+                sa.update(api_keys)
+                .where(k.key_id == key_id, k.revoked_at.is_(None))
+                .values(revoked_at=rows.to_us(now))
+            )
+        return bool(revoked.rowcount)
+
+    async def grants_of(self, principal: str) -> list[Grant]:
+        return await self.list_grants(principal)
+
+    async def list_grants(self, principal: str | None) -> list[Grant]:
+        query = sa.select(g.principal, g.queue, g.rights).order_by(g.principal, g.id)
+        if principal is not None:
+            query = query.where(g.principal == principal)
+        async with self._db.reading() as connection:
+            return [Grant(row.principal, row.queue, row.rights) for row in await connection.execute(query)]
+
+    async def change_grant(self, principal: str, queue: str | None, add: int, remove: int) -> Grant | None:
+        """One row per principal and scope: the old rows are read, merged and replaced in one
+        transaction (rows two processes added at once merge the next time)."""
+        scope = g.queue.is_(None) if queue is None else g.queue == queue
+        async with self._db.transaction() as connection:
+            old = await connection.execute(sa.select(g.rights).where(g.principal == principal, scope))
+            rights = 0
+            for (value,) in old:
+                rights |= value
+            rights = (rights | add) & ~remove
+            await connection.execute(sa.delete(grants).where(g.principal == principal, scope))
+            if not rights:
+                return None
+            await connection.execute(
+                sa.insert(grants).values(principal=principal, queue=queue, rights=rights)
+            )
+        return Grant(principal, queue, rights)
+
+    async def delete_queue_grants(self, queue: str) -> int:
+        """Compared in Python (qm.rights.fold): SQL's lower() folds more than ASCII on PostgreSQL."""
+        exact = fold(queue)
+        async with self._db.transaction() as connection:
+            found = await connection.execute(sa.select(g.id, g.queue).where(g.queue.is_not(None)))
+            ids = [row.id for row in found if "*" not in row.queue and fold(row.queue) == exact]
+            if ids:
+                await connection.execute(sa.delete(grants).where(g.id.in_(ids)))
+        return len(ids)
+
+    async def record_audit(self, entry: AuditEntry) -> None:
+        async with self._db.transaction() as connection:
+            await connection.execute(sa.insert(audit_log).values(**_audit_values(entry)))
+
+    async def audit_page(self, before_id: int | None, limit: int) -> list[AuditEntry]:
+        query = sa.select(audit_log).order_by(a.id.desc()).limit(limit)
+        if before_id is not None:
+            query = query.where(a.id < before_id)
+        async with self._db.reading() as connection:
+            return [_audit(row) for row in await connection.execute(query)]
+
+    async def prune_audit(self, older_than: datetime) -> int:
+        async with self._db.transaction() as connection:
+            pruned = await connection.execute(sa.delete(audit_log).where(a.at < rows.to_us(older_than)))
+        return int(pruned.rowcount)
+
+
+def _principal(row: Any) -> Principal:
+    return Principal(row.name, row.description, rows.from_us(row.created_at))
+
+
+def _key(row: Any) -> ApiKeyRecord:
+    return ApiKeyRecord(
+        row.key_id,
+        row.principal,
+        bytes(row.salt),
+        bytes(row.hash),
+        row.description,
+        rows.from_us(row.created_at),
+        rows.optional_time(row.revoked_at),
+    )
+
+
+def _audit_values(entry: AuditEntry) -> dict[str, Any]:
+    return {
+        "at": rows.to_us(entry.at),
+        "principal": entry.principal[:124],
+        "client": entry.client[:128],
+        "action": entry.action[:200],
+        "target": entry.target[:2000],
+        "outcome": entry.outcome[:64],
+    }
+
+
+def _audit(row: Any) -> AuditEntry:
+    return AuditEntry(
+        rows.from_us(row.at), row.principal, row.client, row.action, row.target, row.outcome, row.id
+    )
