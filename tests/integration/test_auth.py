@@ -123,9 +123,8 @@ async def test_a_revoked_key_is_refused_at_once(app: FastAPI) -> None:
         assert (await admin.delete(f"/api/keys/{key['key_id']}")).status_code == 404
 
 
-async def test_a_verified_key_is_not_hashed_again(app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> None:
-    async with _client(app) as admin:
-        key = await _key(admin, "ops", (None, ["GET_PROPERTIES"]))
+def _count_hashes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The salts of every key hash from now on (scrypt is what the caches must spare)."""
     hashed: list[bytes] = []
     original = keys.hash_secret
 
@@ -134,6 +133,13 @@ async def test_a_verified_key_is_not_hashed_again(app: FastAPI, monkeypatch: pyt
         return original(secret, salt)
 
     monkeypatch.setattr(keys, "hash_secret", counting)
+    return hashed
+
+
+async def test_a_verified_key_is_not_hashed_again(app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with _client(app) as admin:
+        key = await _key(admin, "ops", (None, ["GET_PROPERTIES"]))
+    hashed = _count_hashes(monkeypatch)
     async with _client(app, headers=_bearer(key["key"])) as client:
         for _ in range(5):
             assert (await client.get("/api/queue-manager")).status_code == 200
@@ -323,14 +329,7 @@ async def test_requests_arriving_together_with_a_new_key_hash_it_once(
 ) -> None:
     async with _client(app) as admin:
         key = await _key(admin, "ops", (None, ["GET_PROPERTIES"]))
-    hashed: list[bytes] = []
-    original = keys.hash_secret
-
-    def counting(secret: str, salt: bytes) -> bytes:
-        hashed.append(salt)
-        return original(secret, salt)
-
-    monkeypatch.setattr(keys, "hash_secret", counting)
+    hashed = _count_hashes(monkeypatch)
     async with _client(app, headers=_bearer(key["key"])) as client:
         answers = await asyncio.gather(*(client.get("/api/queue-manager") for _ in range(16)))
     assert [answer.status_code for answer in answers] == [200] * 16
@@ -424,14 +423,7 @@ async def test_a_key_is_looked_up_again_when_remembered_but_never_hashed_again(
     security.keys._monotonic = lambda: ticks[0]
     async with _client(app) as admin:
         key = await _key(admin, "ops", (None, ["GET_PROPERTIES"]))
-    hashed: list[bytes] = []
-    original = keys.hash_secret
-
-    def counting(secret: str, salt: bytes) -> bytes:
-        hashed.append(salt)
-        return original(secret, salt)
-
-    monkeypatch.setattr(keys, "hash_secret", counting)
+    hashed = _count_hashes(monkeypatch)
     async with _client(app, headers=_bearer(key["key"])) as client:
         for _ in range(3):
             assert (await client.get("/api/queue-manager")).status_code == 200
