@@ -1,5 +1,6 @@
-"""What /metrics costs: a scrape every second during the end-to-end scenario (its throughput with
-and without, same run), and one scrape's time with 10,000 queues against one with a handful."""
+"""What watching the gateway costs: a /metrics scrape every second and an open console during the
+end-to-end scenario (its throughput with and without, same run), and one scrape's time with
+10,000 queues against one with a handful."""
 
 from __future__ import annotations
 
@@ -23,6 +24,19 @@ SCRAPE_INTERVAL_S = 1.0
 MANY_QUEUES = 10_000
 SCRAPES = 20
 SCRAPE = request_bytes("GET", "/metrics")
+SCRAPED_E2E = "end to end, /metrics every 1 s and a console"
+"""The end-to-end row measured while a Prometheus scrapes and an operator's console is open."""
+CONSOLE_POLL_S = 2.0
+"""The console's refresh (app/static/console/app.js POLL_MS): the fastest it polls."""
+CONSOLE_PAGE = 50
+"""Messages in one page of the console's message list (app/static/console/queues.js PAGE)."""
+
+
+def console_requests(queue: str) -> list[bytes]:
+    """What one console refresh asks while it shows `queue`: the queue tree (queues and outgoing
+    queues, their counts) and the open queue's first page of messages."""
+    listed = f"/api/queues/{queue}/messages?limit={CONSOLE_PAGE}"
+    return [request_bytes("GET", target) for target in ("/api/queues", "/api/outgoing-queues", listed)]
 
 
 async def scraping(port: int, stop: asyncio.Event) -> list[float]:
@@ -43,14 +57,37 @@ async def scraping(port: int, stop: asyncio.Event) -> list[float]:
     return took
 
 
-async def scraped_while(port: int, work: asyncio.Future[LoadResult]) -> tuple[LoadResult, list[float]]:
+async def console_polling(port: int, queue: str, stop: asyncio.Event) -> int:
+    """Refresh as an open console does, every CONSOLE_POLL_S until `stop`; the refreshes made."""
+    connection = await Connection.open(port)
+    refreshes = 0
+    try:
+        while not stop.is_set():
+            for request in console_requests(queue):
+                status, _ = await connection.exchange(request)
+                if status != 200:
+                    raise RuntimeError(f"the console's poll was answered {status}")
+            refreshes += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), CONSOLE_POLL_S)
+    finally:
+        await connection.close()
+    return refreshes
+
+
+async def watched_while(
+    port: int, queue: str, work: asyncio.Future[LoadResult]
+) -> tuple[LoadResult, list[float], int]:
+    """`work` with a 1 Hz scrape and an open console on `queue` beside it: its result, each
+    scrape's time in ms, and the console refreshes made."""
     stop = asyncio.Event()
     scraper = asyncio.ensure_future(scraping(port, stop))
+    console = asyncio.ensure_future(console_polling(port, queue, stop))
     try:
         result = await work
     finally:
         stop.set()
-    return result, await scraper
+    return result, await scraper, await console
 
 
 async def scrape_times(port: int, count: int = SCRAPES) -> tuple[list[float], int]:

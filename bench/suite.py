@@ -24,7 +24,14 @@ from bench.http_load import (
     percentile,
     repeat,
 )
-from bench.metrics_bench import MANY_QUEUES, observation_cost_us, scrape_times, scraped_while, seed_queues
+from bench.metrics_bench import (
+    MANY_QUEUES,
+    SCRAPED_E2E,
+    observation_cost_us,
+    scrape_times,
+    seed_queues,
+    watched_while,
+)
 from bench.seed import seed_depth
 
 
@@ -56,7 +63,6 @@ LATENCY_WARM_UP_S = 1.0
 new pooled connections, the server's first (custom) plans on each, the gateway's caches."""
 LONG_POLL_MS = 1000
 WORKERS = 2
-SCRAPED_E2E = "end to end, /metrics every 1 s"
 """`serve --workers` for the rows that show what both cores of the machine give."""
 
 Row = dict[str, Any]
@@ -243,22 +249,28 @@ class StoreRun:
             return await producers_and_consumers(gateway.port, queue, self.profile.seconds)
 
         scrapes: list[float] = []
+        refreshes: list[int] = []
 
         async def scraped(gateway: Gateway) -> LoadResult:
             queue = create_queue(gateway, "e2e")
             work = asyncio.ensure_future(producers_and_consumers(gateway.port, queue, self.profile.seconds))
-            result, took = await scraped_while(gateway.port, work)
+            result, took, refreshed = await watched_while(gateway.port, queue, work)
             scrapes.extend(took)
+            refreshes.append(refreshed)
             return result
 
         concurrency = f"{PRODUCERS}+{CONSUMERS}"
         # Without, with, with, without: the machine's drift over the four runs cancels out of
-        # the ratio (report.targets: /metrics every 1 s costs < 5 %).
+        # the ratio (report.targets: /metrics every 1 s and an open console cost < 5 %).
         await self.measured("end to end", concurrency, work)
         scraped_row = await self.measured(SCRAPED_E2E, concurrency, scraped)
         await self.measured(SCRAPED_E2E + " (2)", concurrency, scraped)
         await self.measured("end to end (2)", concurrency, work)
-        scraped_row |= {"scrapes": len(scrapes), "scrape_p50_ms": round(percentile(scrapes, 0.5), 2)}
+        scraped_row |= {
+            "scrapes": len(scrapes),
+            "scrape_p50_ms": round(percentile(scrapes, 0.5), 2),
+            "console_refreshes": sum(refreshes),
+        }
         await self.measured(f"end to end, {WORKERS} workers", concurrency, work, workers=WORKERS)
 
     async def latency(self) -> None:
