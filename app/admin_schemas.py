@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from datetime import UTC, datetime
@@ -101,10 +102,12 @@ class ImportOut(BaseModel):
 
 
 def export_line(message: Message, queue: str) -> dict[str, Any]:
-    """One line of an export: MessageOut's fields, the body as base64 only."""
+    """One line of an export: MessageOut's fields, the body as base64 only (text bodies too: a
+    file's lines read alike whatever their bodies)."""
     fields = message_fields(message, queue)
     for name in EXPORT_LEFT_OUT:
         del fields[name]
+    fields["body_base64"] = base64.b64encode(message.properties.body).decode()
     return fields
 
 

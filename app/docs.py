@@ -16,7 +16,7 @@ MESSAGE_EXAMPLE: dict[str, Any] = {
     "queue": "private$/orders",
     "label": "urgent order",
     "body": "order 2",
-    "body_base64": "b3JkZXIgMg==",
+    "body_base64": None,  # `body` carries it
     "body_size": 7,
     "body_type": 0,
     "priority": 6,

@@ -277,7 +277,10 @@ class MessageOut(BaseModel):
     queue: str = Field(description="The queue's path as URLs write it, e.g. `private$/orders`")
     label: str = Field(description="PROPID_M_LABEL")
     body: str | None = Field(description="The body as text when it is valid UTF-8, else null")
-    body_base64: str = Field(description="The body in base64")
+    body_base64: str | None = Field(
+        description="The body in base64 when it is not valid UTF-8 text (`body` is then null); null "
+        "when `body` carries it: an answer holds each body once"
+    )
     body_size: int = Field(description="Body length in bytes (PROPID_M_BODY_SIZE)")
     body_type: int = Field(description="VARTYPE of the body, as sent (PROPID_M_BODY_TYPE)")
     priority: int = Field(description="0 (lowest) to 7")
@@ -332,10 +335,11 @@ def message_fields(
     values need no validation, and pydantic writes the same JSON for it as for the model.
     `decoded` is there only when asked for."""
     body = message.properties.body
+    text = _text_or_none(body)
     fields = {
         **_heading_fields(message, queue),
-        "body": _text_or_none(body),
-        "body_base64": base64.b64encode(body).decode(),
+        "body": text,
+        "body_base64": None if text is not None else base64.b64encode(body).decode(),
         **_described_fields(message, lock_tag, lock_expires_at),
     }
     if decode:

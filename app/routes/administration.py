@@ -74,7 +74,9 @@ IMPORT_UNREADABLE = a.Problem(
     HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
 )
 """The edge reads an import's body only as JSON lines (app/edge.py, IMPORT_TYPES)."""
-EXPORT_LINE_EXAMPLE = {name: value for name, value in MESSAGE_EXAMPLE.items() if name not in EXPORT_LEFT_OUT}
+EXPORT_LINE_EXAMPLE = {
+    name: value for name, value in MESSAGE_EXAMPLE.items() if name not in EXPORT_LEFT_OUT
+} | {"body_base64": "b3JkZXIgMg=="}
 EXPORTED: a.Success = {
     200: {
         "description": "One JSON object per line (MessageOut's fields but `body`, `lock_tag` and "

@@ -121,7 +121,7 @@ async def test_sends_in_dotnet_formats_round_trip_through_the_decoder(
     if value is not None:
         assert received["decoded"]["value"] == value
     if message["format"] == "dotnet-xml-string":
-        assert base64.b64decode(received["body_base64"]) == (
+        assert received["body"].encode() == (
             b'<?xml version="1.0"?>\r\n<string>Hello &lt;World&gt; &amp; &#xD;\n</string>'
         )
 

@@ -101,7 +101,7 @@ def test_each_field_of_a_message_comes_from_its_own_property() -> None:
         "queue": "private$/orders",
         "label": "l\u00e4bel \x7f",
         "body": 'h\u00e9llo \u2028 \x01 "q" \\ \U0001f600',
-        "body_base64": base64.b64encode('h\u00e9llo \u2028 \x01 "q" \\ \U0001f600'.encode()).decode(),
+        "body_base64": None,  # the body is valid UTF-8: it is in the answer once, as text
         "body_size": len('h\u00e9llo \u2028 \x01 "q" \\ \U0001f600'.encode()),
         "body_type": 0,
         "priority": 3,

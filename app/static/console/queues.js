@@ -300,7 +300,8 @@ export async function messageView(main, path, lookupId) {
   const message = await api.get(queueUrl(path, `/messages/${lookupId}`), { decode: true });
   const rights = await rightsOn(path);
   const view = { path, queue: queueByPath(path) || { message_count: 0 }, rights };
-  const body = fromBase64(message.body_base64);
+  // An answer holds a body once: as text when it is UTF-8, else in base64.
+  const body = message.body === null ? fromBase64(message.body_base64) : new TextEncoder().encode(message.body);
   const shown = h("div", { id: "body-view" });
   const tabs = {
     decoded: () => decodedView(message.decoded),
