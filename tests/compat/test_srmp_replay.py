@@ -229,14 +229,16 @@ def wanted_properties(expected: dict[str, Any]) -> dict[str, Any]:
 
 
 def stored_properties(message: dict[str, Any], keys: set[str]) -> dict[str, Any]:
-    def sized(text: str) -> dict[str, Any]:
-        length, sha = digest(base64.b64decode(text))
+    def sized(data: bytes) -> dict[str, Any]:
+        length, sha = digest(data)
         return {"length": length, "sha256": sha}
 
+    # An answer holds the body once: as text when it is UTF-8, else in base64.
+    body = base64.b64decode(message["body_base64"]) if message["body"] is None else message["body"].encode()
     view = dict(message)
     view |= {
-        "body": sized(message["body_base64"]),
-        "extension": sized(message["extension_base64"]),
+        "body": sized(body),
+        "extension": sized(base64.b64decode(message["extension_base64"])),
         "positive_journaling": bool(message["journal"] & 2),
         "negative_journaling": bool(message["journal"] & 1),
         "transaction_boundaries": (message["first_in_transaction"], message["last_in_transaction"]),
