@@ -14,7 +14,7 @@ Everything else is refused: there is no deny entry, as in RabbitMQ and unlike a 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -273,9 +273,5 @@ def _single(kind: type[_Flag]) -> list[_Flag]:
 
 def rights_names(rights: int, scope: str | None) -> list[str]:
     """The single rights a mask holds, by name (composites are spelled out)."""
-    kind: type[enum.IntFlag] = QueueManagerRight if scope is None else QueueRight
-    return [
-        member.name or ""
-        for member in kind.__members__.values()
-        if member.value.bit_count() == 1 and rights & member.value
-    ]
+    singles: Sequence[enum.IntFlag] = _single(QueueManagerRight) if scope is None else _single(QueueRight)
+    return [member.name or "" for member in singles if rights & member.value]
