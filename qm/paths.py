@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from qm.errors import MqError, MqErrorCode
 
 MAX_QUEUE_NAME_LENGTH = 124
-_FORBIDDEN_NAME_CHARACTERS = frozenset('\\/;+,"=')
-"""Reference §8.1's list, and `=`: wherever a queue is named, text with `=` is read as a format
-name (`PRIVATE=…`, `DIRECT=…`, `DL=…`), so a queue whose name has one could never be named."""
+_FORBIDDEN_NAME_CHARACTERS = frozenset('\\/;+,"=*')
+"""Reference §8.1's list, `=` and `*`. Wherever a queue is named, text with `=` is read as a
+format name (`PRIVATE=…`, `DIRECT=…`, `DL=…`), so a queue whose name has one could never be
+named. In a grant's path `*` stands for any characters, and a queue's creator owns it by a
+grant on its path: creating `private$/s*` would give every private queue starting with `s`."""
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
@@ -138,7 +140,7 @@ def _parse_system_queue(original: str, suffix: str) -> QueuePath:
 
 
 def validate_queue_name(name: str, original: str) -> str:
-    """Apply reference §8.1: 1-124 printable characters, none of `\\ / ; + , "` (nor `=`), no `..`."""
+    """Apply reference §8.1: 1-124 printable characters, none of `\\ / ; + , "` (nor `=`, `*`), no `..`."""
     if not name:
         raise _illegal(original, "the queue name is empty")
     if len(name) > MAX_QUEUE_NAME_LENGTH:

@@ -69,3 +69,23 @@ async def test_a_queue_created_with_an_unreachable_name_before_can_be_removed(
     assert [path.url_path for path in local] == ["private$/fine", "private$/fine;journal"]
     with mq_error(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND):  # only an unreachable queue goes this way
         await manager.delete_unreachable_queue((await manager.get_queue("private$/fine")).id)
+
+
+@pytest.mark.parametrize("path", ["private$/s*", "*", "a*b"])
+async def test_a_name_with_a_star_is_refused(manager: QueueManager, path: str) -> None:
+    """`*` is a grant pattern's wildcard, and a queue's creator owns it by a grant on its path."""
+    before = len(await manager.list_queues())
+    with mq_error(MqErrorCode.MQ_ERROR_ILLEGAL_QUEUE_PATHNAME):
+        await manager.create_queue(path, QueueSettings())
+    assert len(await manager.list_queues()) == before
+
+
+async def test_a_queue_created_with_a_star_before_is_unreachable_and_can_be_removed(
+    manager: QueueManager, clock: SettableClock
+) -> None:
+    stored = await manager.store.queues.create_queue(
+        QueuePath(QueueKind.PRIVATE, "s*"), QueueSettings(), clock.now()
+    )
+    assert [queue.id for queue in await manager.unreachable_queues()] == [stored.id]
+    assert await manager.delete_unreachable_queue(stored.id) == 0
+    assert await manager.unreachable_queues() == []
