@@ -69,3 +69,23 @@ def plain_request(to: str, sequence: int, body: bytes = b"hello") -> tuple[str, 
         body=body,
     )
     return build_request(envelope)
+
+
+def receipted_request(to: str, sequence: int, receipts_to: str | None) -> tuple[str, bytes]:
+    """`(Content-Type, body)` of a plain message asking for a delivery receipt (a positive
+    arrival acknowledgment) at `receipts_to`."""
+    sent = int(time.time())
+    envelope = SrmpEnvelope(
+        path=Path(action="MSMQ:receipted", to=to, id=MessageId(SENDER_QM, sequence)),
+        properties=Properties(SrmpTime.from_epoch(sent + HOUR_S), SrmpTime.from_epoch(sent)),
+        services=Services(durable=True, delivery_receipt_to=receipts_to),
+        msmq=Msmq(
+            message_class=0,
+            priority=3,
+            body_type=0,
+            source_qm_guid=SENDER_QM,
+            ttrq=SrmpTime.from_epoch(sent + 2 * HOUR_S),
+        ),
+        body=b"receipted",
+    )
+    return build_request(envelope)

@@ -14,6 +14,7 @@ from fastapi.responses import StreamingResponse
 from pydantic_core import to_json
 
 from app import answers as a
+from app.admin_queues import authorize_admin_queues
 from app.admin_schemas import (
     EXPORT_LEFT_OUT,
     ImportOut,
@@ -225,6 +226,7 @@ async def import_messages(path: str, request: Request, gateway: GatewayDep) -> I
     queue = canonical_queue(gateway, path)
     payload = await read_capped(request, gateway.settings.max_import_bytes)
     batch = parse_import(payload)
+    await authorize_admin_queues(request, [item.properties for item in batch])
     stored = await _administration(gateway).import_messages(path, batch)
     return ImportOut(queue=queue, imported=len(stored))
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Request, Response, status
 from pydantic import AwareDatetime
 
 from app import answers as a
+from app.admin_queues import authorize_admin_queues
 from app.docs import MESSAGE_EXAMPLE, SENT_EXAMPLE
 from app.gateway import (
     DecodeParam,
@@ -99,6 +100,7 @@ async def send(path: str, request: Request, transaction: TransactionParam = None
     gateway = gateway_of(request)
     queue = gateway.manager.destination(path).url_path
     properties = await message_from_request(request, gateway.settings.max_body_bytes)
+    await authorize_admin_queues(request, [properties])
     message = await gateway.manager.send(path, properties, transaction)
     return json_response(sent_fields(message, queue, transaction), status.HTTP_201_CREATED)
 

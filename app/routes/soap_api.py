@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from app.access_rules import SOAP_RULES
+from app.admin_queues import authorize_admin_queues
 from app.auth import audit, authorize, caller, give_ownership, queue_deleted
 from app.docs import SOAP_FAULT_EXAMPLE, SOAP_REQUEST_BODY, SOAP_RESPONSE_EXAMPLE, WSDL_EXAMPLE
 from app.errors import HTTP_STATUS, HttpMqError
@@ -179,6 +180,7 @@ async def _message_call(
     match call:
         case calls.Send():
             _check_body_size(call, gateway.settings.max_body_bytes)
+            await authorize_admin_queues(request, [call.properties])
             return sent_values(
                 await gateway.manager.send(call.queue, call.properties, call.transaction), queue
             )

@@ -17,6 +17,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import answers as a
+from app.admin_queues import srmp_admin_queue_refused
 from app.auth import srmp_sender_may_write
 from app.docs import SRMP_REQUEST_EXAMPLE, SRMP_STATISTICS_EXAMPLE
 from app.gateway import Gateway, GatewayDep
@@ -205,8 +206,18 @@ async def _admit(
     answered 400, the status of a message the receiver will not take: the sender gives up."""
     path = gateway.manager.resolve(queue)
     client = scope.get("client") or ("", 0)
-    if await srmp_sender_may_write(scope["app"].state.security, client[0], path):
-        return
+    security = scope["app"].state.security
+    if await srmp_sender_may_write(security, client[0], path):
+        admin_queue = await srmp_admin_queue_refused(security, gateway.manager, client[0], properties)
+        if admin_queue is None:
+            return
+        # Its acknowledgments would be written there: refused as a whole, with no NACK (that
+        # would go to the very queue it may not write).
+        gateway.srmp.access_denied += 1
+        raise SrmpError(
+            HTTPStatus.BAD_REQUEST,
+            f"{ANONYMOUS_SRMP} from {client[0]} may not write to its admin queue {admin_queue.url_path}",
+        )
     gateway.srmp.access_denied += 1
     nack = await gateway.manager.refuse_arrival(path, properties, envelope.message_id.text)
     raise SrmpError(

@@ -3,9 +3,19 @@ client: each test failed before its fix, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import base64
+import json
+
 import httpx
 import pytest
 from fastapi import FastAPI
+
+from app.main import create_app
+from app.settings import Settings
+from qm.clock import SettableClock
+from soap.namespaces import SOAP_ENV
+from soap.service import TARGET_NAMESPACE
+from tests.srmp_messages import receipted_request
 
 pytestmark = pytest.mark.anyio
 
@@ -63,3 +73,116 @@ async def test_a_queue_name_with_a_star_is_refused_so_its_owner_grant_is_no_patt
         grants = (await admin.get("/api/grants", params={"principal": "creator"})).json()
         assert [grant["queue"] for grant in grants] == [None]
         assert (await admin.get("/api/queues/private$/secret")).json()["message_count"] == 1
+
+
+ADMIN_QUEUED = {
+    "body": "INJECTED",
+    "label": "order 42",
+    "admin_queue": "DIRECT=OS:.\\private$\\victim",
+    "acknowledge": 12,  # MQMSG_ACKNOWLEDGMENT_NEG_RECEIVE (with NACK_REACH_QUEUE): the body comes along
+    "time_to_be_received": 1,
+}
+
+
+async def _mine_and_victim(app: FastAPI) -> str:
+    async with _local(app) as admin:
+        await _new_queue(admin, "private$/mine")
+        await _new_queue(admin, "private$/victim")
+        return await _key(admin, "mallory", ("private$/mine", ["WRITE_MESSAGE", "RECEIVE_MESSAGE"]))
+
+
+async def _victim_count(app: FastAPI) -> int:
+    async with _local(app) as admin:
+        count: int = (await admin.get("/api/queues/private$/victim")).json()["message_count"]
+        return count
+
+
+async def test_naming_an_admin_queue_needs_write_there_over_rest(app: FastAPI, clock: SettableClock) -> None:
+    """A negative acknowledgment carries the original body: sent to `mine` with `victim` as
+    admin queue and a one-second TTBR, the body landed in `victim` a second later."""
+    key = await _mine_and_victim(app)
+    async with _client(app, _bearer(key)) as mallory:
+        direct = await mallory.post("/api/queues/private$/victim/messages", json={"body": "x"})
+        assert direct.status_code == 403
+        sent = await mallory.post("/api/queues/private$/mine/messages", json=ADMIN_QUEUED)
+        assert sent.status_code == 403, sent.text
+        assert sent.json()["detail"] == "'mallory' lacks WRITE_MESSAGE on 'private$/victim'"
+        clock.advance(5)
+        assert (await mallory.post("/api/queues/private$/mine/receive")).status_code == 204
+    async with _local(app) as admin:
+        assert (await admin.get("/api/queues/private$/mine")).json()["message_count"] == 0
+    assert await _victim_count(app) == 0
+    # Without acknowledgments asked for, the admin queue is only a property: no right needed.
+    async with _client(app, _bearer(key)) as mallory:
+        quiet = await mallory.post(
+            "/api/queues/private$/mine/messages", json=ADMIN_QUEUED | {"acknowledge": 0}
+        )
+        assert quiet.status_code == 201, quiet.text
+
+
+async def test_an_admin_queue_the_sender_may_write_is_taken(app: FastAPI) -> None:
+    key = await _mine_and_victim(app)
+    async with _local(app) as admin:
+        await _key(admin, "mallory", ("private$/victim", ["WRITE_MESSAGE"]))
+    async with _client(app, _bearer(key)) as mallory:
+        sent = await mallory.post("/api/queues/private$/mine/messages", json=ADMIN_QUEUED)
+        assert sent.status_code == 201, sent.text
+
+
+async def test_naming_an_admin_queue_needs_write_there_over_soap(app: FastAPI) -> None:
+    key = await _mine_and_victim(app)
+    body = base64.b64encode(b"INJECTED").decode()
+    envelope = (
+        f'<s:Envelope xmlns:s="{SOAP_ENV}" xmlns:gw="{TARGET_NAMESPACE}"><s:Body><gw:Send>'
+        f"<queue>private$/mine</queue><message><body>{body}</body>"
+        "<adminQueue>private$/victim</adminQueue><acknowledge>12</acknowledge>"
+        "<timeToBeReceived>1</timeToBeReceived></message></gw:Send></s:Body></s:Envelope>"
+    )
+    async with _client(app, _bearer(key) | {"Content-Type": "text/xml"}) as mallory:
+        answer = await mallory.post("/soap", content=envelope)
+    assert answer.status_code == 500
+    assert b"MQ_ERROR_ACCESS_DENIED" in answer.content
+    async with _local(app) as admin:
+        assert (await admin.get("/api/queues/private$/mine")).json()["message_count"] == 0
+
+
+async def test_naming_an_admin_queue_needs_write_there_in_an_import(app: FastAPI) -> None:
+    key = await _mine_and_victim(app)
+    line = {
+        "body_base64": base64.b64encode(b"INJECTED").decode(),
+        "admin_queue": "private$/victim",
+        "acknowledge": 12,
+        "time_to_be_received": 1,
+    }
+    headers = _bearer(key) | {"Content-Type": "application/x-ndjson"}
+    async with _client(app, headers) as mallory:
+        imported = await mallory.post("/api/queues/private$/mine/messages/import", content=json.dumps(line))
+    assert imported.status_code == 403, imported.text
+    async with _local(app) as admin:
+        assert (await admin.get("/api/queues/private$/mine")).json()["message_count"] == 0
+
+
+async def test_an_srmp_sender_names_only_admin_queues_it_may_write(
+    settings: Settings, clock: SettableClock
+) -> None:
+    """MSMQGW_SRMP_ANONYMOUS_WRITE=granted with WRITE on `mine` only: a delivery receipt
+    requested to `victim` put an acknowledgment (its label the sender's) there."""
+    application = create_app(settings.model_copy(update={"srmp_anonymous_write": "granted"}), clock)
+    async with application.router.lifespan_context(application):
+        async with _local(application) as admin:
+            await _new_queue(admin, "private$/mine")
+            await _new_queue(admin, "private$/victim")
+            grant = {"principal": "anonymous-srmp", "queue": "private$/mine", "rights": ["WRITE_MESSAGE"]}
+            assert (await admin.post("/api/grants", json=grant)).status_code == 200
+        async with _client(application) as sender:
+            for sequence, receipts_to in ((1, "http://localhost/msmq/private$/victim"), (2, None)):
+                content_type, body = receipted_request(
+                    "http://localhost/msmq/private$/mine", sequence, receipts_to
+                )
+                answer = await sender.post(
+                    "/msmq/private$/mine", content=body, headers={"Content-Type": content_type}
+                )
+                assert answer.status_code == (400 if receipts_to else 200)
+        assert await _victim_count(application) == 0
+        async with _local(application) as admin:
+            assert (await admin.get("/api/queues/private$/mine")).json()["message_count"] == 1
