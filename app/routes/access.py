@@ -159,8 +159,12 @@ async def list_principals(request: Request) -> list[PrincipalOut]:
 async def delete_principal(
     name: Annotated[str, Path(description="The principal's name", examples=["orders-app"])], request: Request
 ) -> None:
-    if not await security_of(request).access.delete_principal(name):
+    security = security_of(request)
+    keys = await security.access.store.list_keys(name)
+    if not await security.access.delete_principal(name):
         raise MqError(E.MQ_ERROR_INVALID_HANDLE, f"no principal {name!r}")
+    for record in keys:  # refused by this process at once, as a revocation here is
+        security.keys.forget(record.key_id)
 
 
 @router.get(

@@ -186,3 +186,16 @@ async def test_an_srmp_sender_names_only_admin_queues_it_may_write(
         assert await _victim_count(application) == 0
         async with _local(application) as admin:
             assert (await admin.get("/api/queues/private$/mine")).json()["message_count"] == 1
+
+
+async def test_a_deleted_principals_key_is_refused_at_once(app: FastAPI) -> None:
+    """Deleting a principal deletes its keys, but this process went on taking a key it had
+    verified (until MSMQGW_AUTH_CACHE_TTL_S), as it does for a revocation elsewhere; a key
+    revoked here is refused at once, and so must be a key whose principal was deleted here."""
+    async with _local(app) as admin:
+        key = await _key(admin, "leaver", (None, ["GET_PROPERTIES"]))
+        async with _client(app, _bearer(key)) as leaver:
+            assert (await leaver.get("/api/queue-manager")).status_code == 200
+            assert (await admin.delete("/api/principals/leaver")).status_code == 204
+            refused = await leaver.get("/api/queue-manager")
+    assert refused.status_code == 401, refused.text
