@@ -69,6 +69,8 @@ def split_host(value: str) -> tuple[str, int | None]:
         name, _, rest = value[1:].partition("]")
         if rest.startswith(":") and rest[1:].isdigit():
             port = int(rest[1:])
+        elif rest:  # `[::1]evil.example`: no name of anyone
+            return value.lower(), None
         return name.lower(), port
     name, colon, digits = value.rpartition(":")
     if colon and digits.isdigit() and ":" not in name:
@@ -108,18 +110,29 @@ class Head:
     content_type: bytes | None = None
     content_length: int | None = None
     chunked: bool = False
+    repeated: bytes | None = None
+    """A header the checks read that came more than once: which of them would the application
+    read? (Starlette takes the first, these checks took the last.)"""
 
     @classmethod
     def of(cls, scope: Scope) -> Head:
         head = cls()
         for key, value in scope["headers"]:
             if key == b"host":
+                if head.host is not None:
+                    head.repeated = key
                 head.host = value
             elif key == b"origin":
+                if head.origin is not None:
+                    head.repeated = key
                 head.origin = value
             elif key == b"sec-fetch-site":
+                if head.fetch_site is not None:
+                    head.repeated = key
                 head.fetch_site = value
             elif key == b"content-type":
+                if head.content_type is not None:
+                    head.repeated = key
                 head.content_type = value
             elif key == b"content-length" and value.strip().isdigit():
                 head.content_length = int(value)
@@ -168,6 +181,12 @@ class Edge:
         await self._app(scope, body.receive, body.closing(send))
 
     def refusal(self, scope: Scope, head: Head) -> tuple[MqError, HTTPStatus] | None:
+        if head.repeated is not None:  # RFC 9110 7.2: more than one Host is a 400
+            return _error(
+                MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+                f"the header {head.repeated.decode('latin-1')} appears more than once",
+                HTTPStatus.BAD_REQUEST,
+            )
         refusal = self.misdirected_or_cross_site(scope, head)
         if refusal is not None:
             return refusal

@@ -199,3 +199,35 @@ async def test_a_deleted_principals_key_is_refused_at_once(app: FastAPI) -> None
             assert (await admin.delete("/api/principals/leaver")).status_code == 204
             refused = await leaver.get("/api/queue-manager")
     assert refused.status_code == 401, refused.text
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        # The edge checked the last Host and the application used the first: the WSDL's
+        # soap:address named evil.example, and a purge went through.
+        ([("Host", "evil.example"), ("Host", "localhost")], 400),
+        ([("Origin", "http://evil.example"), ("Origin", "http://localhost")], 400),
+        ([("Sec-Fetch-Site", "cross-site"), ("Sec-Fetch-Site", "same-origin")], 400),
+        ([("Content-Type", "text/plain"), ("Content-Type", "application/json")], 400),
+        # A bracketed IPv6 name with something after it is no name of the gateway.
+        ([("Host", "[::1]evil.example")], 421),
+    ],
+)
+async def test_repeated_or_malformed_edge_headers_are_refused(
+    app: FastAPI, headers: list[tuple[str, str]], status: int
+) -> None:
+    async with _local(app) as admin:
+        await _new_queue(admin, "private$/orders")
+        assert (
+            await admin.post("/api/queues/private$/orders/messages", json={"body": "x"})
+        ).status_code == 201
+        request = admin.build_request("POST", "/api/queues/private$/orders/purge")
+        request.headers = httpx.Headers(
+            [(name, value) for name, value in request.headers.multi_items() if name.lower() != "host"]
+            + ([] if any(name == "Host" for name, _ in headers) else [("Host", "localhost")])
+            + headers
+        )
+        answer = await admin.send(request)
+        assert answer.status_code == status, answer.text
+        assert (await admin.get("/api/queues/private$/orders")).json()["message_count"] == 1
