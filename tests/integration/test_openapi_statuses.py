@@ -124,8 +124,6 @@ def test_every_problem_example_agrees_with_the_error_table() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-
-
 def undescribed(document: dict[str, Any]) -> list[str]:
     found = []
     for model, schema in document["components"]["schemas"].items():
