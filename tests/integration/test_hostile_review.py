@@ -3,8 +3,12 @@ client: each test failed before its fix, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import os
+import subprocess
+from typing import Any
 
 import httpx
 import pytest
@@ -15,6 +19,7 @@ from app.settings import Settings
 from qm.clock import SettableClock
 from soap.namespaces import SOAP_ENV
 from soap.service import TARGET_NAMESPACE
+from tests.integration.support import gateway_command
 from tests.srmp_messages import receipted_request
 
 pytestmark = pytest.mark.anyio
@@ -231,3 +236,38 @@ async def test_repeated_or_malformed_edge_headers_are_refused(
         answer = await admin.send(request)
         assert answer.status_code == status, answer.text
         assert (await admin.get("/api/queues/private$/orders")).json()["message_count"] == 1
+
+
+def _cli(database_url: str, *arguments: str) -> Any:
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("MSMQGW_")}
+    environment["MSMQGW_DATABASE_URL"] = database_url
+    done = subprocess.run(
+        [*gateway_command(), *arguments], capture_output=True, env=environment, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    return json.loads(done.stdout)
+
+
+async def test_queue_changes_through_the_cli_are_audited_and_a_deletion_takes_its_grants(
+    app: FastAPI, database_url: str
+) -> None:
+    """`queue create`, `purge` and `delete` on the store left no audit entry (docs/security.md:
+    "over REST, SOAP or the CLI"), and a deletion left the grants on the queue's path, so a
+    queue created later under the same name was still its old owner's."""
+    async with _local(app) as admin:
+        key = await _key(admin, "alice", (None, ["CREATE_QUEUE"]))
+    async with _client(app, _bearer(key)) as alice:
+        await _new_queue(alice, "private$/payroll")
+    await asyncio.to_thread(_cli, database_url, "queue", "purge", "private$/payroll")
+    await asyncio.to_thread(_cli, database_url, "queue", "delete", "private$/payroll")
+    await asyncio.to_thread(_cli, database_url, "queue", "create", "private$/payroll")
+    async with _local(app) as admin:
+        grants = (await admin.get("/api/grants", params={"principal": "alice"})).json()
+        entries = (await admin.get("/api/audit")).json()["entries"]
+    assert [grant["queue"] for grant in grants] == [None]
+    cli_entries = [(entry["principal"], entry["action"], entry["target"]) for entry in entries[:3]]
+    assert cli_entries == [
+        ("cli", "cli queue create", "path=private$/payroll"),
+        ("cli", "cli queue delete", "path=private$/payroll"),
+        ("cli", "cli queue purge", "path=private$/payroll"),
+    ]
