@@ -271,3 +271,26 @@ async def test_queue_changes_through_the_cli_are_audited_and_a_deletion_takes_it
         ("cli", "cli queue delete", "path=private$/payroll"),
         ("cli", "cli queue purge", "path=private$/payroll"),
     ]
+
+
+async def test_audit_entries_name_what_a_body_named(app: FastAPI) -> None:
+    """`POST /api/queues`, `/api/grants`, `/api/keys`, triggers, rules and moves name what they
+    change in the body, and their audit entries had an empty target: which queue was created,
+    who was given which rights, could not be told from the log."""
+    async with _local(app) as admin:
+        key = await _key(admin, "ops", (None, ["CREATE_QUEUE", "CHANGE_PERMISSIONS"]))
+    async with _client(app, _bearer(key)) as ops:
+        await _new_queue(ops, "private$/made")
+        assert (await ops.post("/api/queues", json={"path": "private$/made"})).status_code == 409
+        grant = {"principal": "reader", "queue": "private$/made", "rights": ["PEEK_MESSAGE"]}
+        assert (await ops.post("/api/grants", json=grant)).status_code == 200
+        made = await ops.post("/api/keys", json={"principal": "reader"})
+        assert made.status_code == 201
+    async with _local(app) as admin:
+        entries = (await admin.get("/api/audit", params={"limit": 4})).json()["entries"]
+    assert [(entry["action"], entry["target"], entry["outcome"]) for entry in entries] == [
+        ("POST /api/keys", f"principal=reader key_id={made.json()['key_id']}", "allowed 201"),
+        ("POST /api/grants", "principal=reader queue=private$/made rights=PEEK_MESSAGE", "allowed 200"),
+        ("POST /api/queues", "path=private$/made", "failed 409"),
+        ("POST /api/queues", "path=private$/made", "allowed 201"),
+    ]
