@@ -13,7 +13,13 @@ from app import answers as a
 from app.auth import caller, note_for_audit, security_of
 from app.gateway import GatewayDep
 from app.keys import key_record
-from qm.access import AUDIT_PAGE_MAX, ApiKeyRecord, AuditEntry, Principal, check_principal_name
+from qm.access import (
+    AUDIT_PAGE_MAX,
+    ApiKeyRecord,
+    AuditEntry,
+    Principal,
+    check_key_principal,
+)
 from qm.errors import MqError, MqErrorCode
 from qm.rights import Grant, every_right, parse_rights, rights_held, rights_names
 
@@ -187,7 +193,7 @@ async def list_keys(request: Request, principal: PrincipalFilter = None) -> list
 async def create_key(body: KeyCreate, request: Request) -> NewKeyOut:
     access = security_of(request).access
     note_for_audit(request, principal=body.principal)
-    principal = check_principal_name(body.principal)
+    principal = check_key_principal(body.principal)
     now = access.clock.now()
     await access.store.ensure_principal(principal, "", now)
     text, record = await asyncio.to_thread(

@@ -294,3 +294,15 @@ async def test_audit_entries_name_what_a_body_named(app: FastAPI) -> None:
         ("POST /api/queues", "path=private$/made", "failed 409"),
         ("POST /api/queues", "path=private$/made", "allowed 201"),
     ]
+
+
+@pytest.mark.parametrize("principal", ["anonymous", "anonymous-srmp"])
+async def test_no_key_proves_a_built_in_principal(app: FastAPI, principal: str) -> None:
+    """A key for `anonymous` made every queue its holder created every keyless caller's (the
+    owner grant went to `anonymous`), and one for `anonymous-srmp` let a REST client act with
+    what is granted to Windows senders."""
+    async with _local(app) as admin:
+        made = await admin.post("/api/keys", json={"principal": principal})
+        assert made.status_code == 400, made.text
+        assert made.json()["mq_error"] == "MQ_ERROR_INVALID_PARAMETER"
+        assert (await admin.get("/api/keys")).json() == []
