@@ -19,6 +19,7 @@ from app.settings import Settings
 from qm.clock import SettableClock
 from soap.namespaces import SOAP_ENV
 from soap.service import TARGET_NAMESPACE
+from tests.gateway_process import free_port
 from tests.integration.support import gateway_command
 from tests.srmp_messages import receipted_request
 
@@ -306,3 +307,17 @@ async def test_no_key_proves_a_built_in_principal(app: FastAPI, principal: str) 
         assert made.status_code == 400, made.text
         assert made.json()["mq_error"] == "MQ_ERROR_INVALID_PARAMETER"
         assert (await admin.get("/api/keys")).json() == []
+
+
+async def test_the_metrics_port_answers_only_its_own_host_names(settings: Settings) -> None:
+    """MSMQGW_METRICS_PORT's server took any Host: a page at attacker.example rebinding its name
+    to 127.0.0.1 read every queue's name and counts, as the API's edge refuses it to (421)."""
+    port = free_port()
+    application = create_app(settings.model_copy(update={"metrics_port": port}))
+    async with application.router.lifespan_context(application):
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as scraper:
+            assert (await scraper.get("/metrics")).status_code == 200
+            assert (await scraper.get("/metrics", headers={"Host": f"localhost:{port}"})).status_code == 200
+            rebound = await scraper.get("/metrics", headers={"Host": f"attacker.example:{port}"})
+            assert rebound.status_code == 421
+            assert b"msmqgw_" not in rebound.content
