@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, status
 
 from app import answers as a
-from app.auth import note_for_audit
+from app.auth import authorize, note_for_audit
 from app.parameters import InvocationAfter, RulePosition
 from app.trigger_schemas import (
     InvocationOut,
@@ -19,6 +19,7 @@ from app.trigger_schemas import (
     TriggerOut,
 )
 from qm.errors import MqErrorCode
+from qm.rights import QueueRight
 from qm.triggers.admin import TriggerAdmin, TriggerSpec
 
 rules_router = APIRouter(prefix="/api/rules", tags=["triggers"])
@@ -163,6 +164,7 @@ def _spec(body: TriggerIn) -> TriggerSpec:
 )
 async def create_trigger(body: TriggerIn, admin: AdminDep, request: Request) -> TriggerOut:
     note_for_audit(request, name=body.name, queue=body.queue)
+    await _may_read(request, body)
     created = await admin.create_trigger(_spec(body))
     note_for_audit(request, name=body.name, queue=body.queue, id=created.id)
     return await _out(admin, created)
@@ -188,8 +190,17 @@ async def show_trigger(trigger: str, admin: AdminDep) -> TriggerOut:
     summary="Replace a trigger (enable, disable, change processing or rules)",
     responses=a.answers(a.ok(TRIGGER_EXAMPLE), TRIGGER_DEFINITION, UNKNOWN),
 )
-async def replace_trigger(trigger: str, body: TriggerIn, admin: AdminDep) -> TriggerOut:
+async def replace_trigger(trigger: str, body: TriggerIn, admin: AdminDep, request: Request) -> TriggerOut:
+    await _may_read(request, body)
     return await _out(admin, await admin.replace_trigger(trigger, _spec(body)))
+
+
+async def _may_read(request: Request, body: TriggerIn) -> None:
+    """A trigger reads its queue on its creator's behalf (a retrieving one receives from it),
+    and its rules' actions carry the messages on: MANAGE_TRIGGERS alone must not reach a
+    queue's messages. Checked before anything changes, as a move checks its target."""
+    right = QueueRight.PEEK_MESSAGE if body.processing == "peek" else QueueRight.RECEIVE_MESSAGE
+    await authorize(request, right, body.queue)
 
 
 @router.delete(

@@ -321,3 +321,27 @@ async def test_the_metrics_port_answers_only_its_own_host_names(settings: Settin
             rebound = await scraper.get("/metrics", headers={"Host": f"attacker.example:{port}"})
             assert rebound.status_code == 421
             assert b"msmqgw_" not in rebound.content
+
+
+@pytest.mark.parametrize(
+    ("processing", "right"), [("peek", "PEEK_MESSAGE"), ("retrieval", "RECEIVE_MESSAGE")]
+)
+async def test_a_trigger_on_a_queue_needs_the_right_to_read_it(
+    app: FastAPI, processing: str, right: str
+) -> None:
+    """A trigger reads its queue (and a retrieving one receives from it) on its creator's
+    behalf: MANAGE_TRIGGERS alone set one on `private$/secret`, whose rules' webhooks then
+    carried its messages to any allowed URL, and took them out of the queue."""
+    async with _local(app) as admin:
+        await _new_queue(admin, "private$/secret")
+        key = await _key(admin, "automation", (None, ["MANAGE_TRIGGERS"]))
+    trigger = {"name": "t", "queue": "private$/secret", "processing": processing}
+    async with _client(app, _bearer(key)) as automation:
+        refused = await automation.post("/api/triggers", json=trigger)
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["detail"] == f"'automation' lacks {right} on 'private$/secret'"
+    async with _local(app) as admin:
+        assert (await admin.get("/api/triggers")).json() == []
+        await _key(admin, "automation", ("private$/secret", [right]))
+    async with _client(app, _bearer(key)) as automation:
+        assert (await automation.post("/api/triggers", json=trigger)).status_code == 201
