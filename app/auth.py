@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 CALLER = "msmq.caller"
 """Scope key: the Caller of this request."""
+AUDIT_NOTE = "msmq.audit_note"
+"""Scope key: what an audited operation changes that its URL does not name (`note_for_audit`)."""
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -146,6 +148,14 @@ def queue_path(manager: QueueManager, right: QueueRight, text: str) -> QueuePath
     return manager.destination(text) if right is QueueRight.WRITE_MESSAGE else manager.resolve(text)
 
 
+def note_for_audit(request: Request, **named: object) -> None:
+    """Name in the audit entry what the body named (the queue created, the principal given
+    rights): its path parameters alone leave `POST /api/queues` with no target."""
+    request.scope[AUDIT_NOTE] = " ".join(
+        f"{name}={value}" for name, value in named.items() if value is not None
+    )
+
+
 async def give_ownership(request: Request, queue_path: str) -> None:
     """The creator of a queue owns it (MQSEC_QUEUE_GENERIC_ALL on its path). Anonymous callers
     own nothing: a grant to `anonymous` would reach every caller without a key."""
@@ -241,7 +251,8 @@ class Authorization:
             return
         status = await _serve_noting_status(self._app, scope, receive, send)
         outcome = f"{'allowed' if status < 400 else 'failed'} {status}"
-        await record(security, who, action, _target(params), outcome)
+        target = " ".join(filter(None, (_target(params), scope.get(AUDIT_NOTE))))
+        await record(security, who, action, target, outcome)
 
     async def _check(
         self, rule: Rule, params: dict[str, Any], who: Caller, security: Security, scope: Scope

@@ -20,6 +20,7 @@ from app.cli_messages import message_commands
 from app.schemas import MessageIn, MessageOut, QueueCreate, QueueOut
 from app.settings import Settings, load_settings
 from app.trigger_schemas import InvocationOut, RuleOut, TriggerOut
+from qm.access import AccessControl, AuditEntry
 from qm.clock import SystemClock
 from qm.errors import MqError
 from qm.manager import QueueManager
@@ -169,9 +170,33 @@ async def _with_manager(settings: Settings, arguments: argparse.Namespace, comma
             store, LocalWakeUps(settings.wake_poll_interval_s), SystemClock(), settings.manager_config()
         )
         await manager.start()
-        return await command(manager, QueueReader(manager), arguments)
+        result = await command(manager, QueueReader(manager), arguments)
+        await _audited(store, manager, arguments, settings)
+        return result
     finally:
         await store.close()
+
+
+AUDITED_TARGETS = ("path", "to", "lookup_id", "delete")
+"""The arguments that name what an audited command changed (`path=private$/orders`)."""
+
+
+async def _audited(
+    store: SqlStore, manager: QueueManager, arguments: argparse.Namespace, settings: Settings
+) -> None:
+    """A change made (its command set `audited`): recorded as principal `cli`, as REST records
+    it; a queue deleted takes the grants on its path with it, as over REST."""
+    action = getattr(arguments, "audited", None)
+    if action is None or (action == "queue unreachable" and arguments.delete is None):
+        return
+    access = AccessControl(store.access, manager.clock, settings.auth_cache_ttl_s)
+    if action == "queue delete":
+        await access.queue_deleted(manager.resolve(arguments.path).url_path)
+    found = [(name, getattr(arguments, name, None)) for name in AUDITED_TARGETS]
+    target = " ".join(f"{name}={value}" for name, value in found if value is not None)
+    await store.access.record_audit(
+        AuditEntry(manager.clock.now(), "cli", "local", f"cli {action}", target, "allowed")
+    )
 
 
 async def _queue_create(manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace) -> Any:
@@ -273,13 +298,13 @@ def _queue_commands(actions: Any) -> None:
     create.add_argument("--label", default="")
     create.add_argument("--transactional", action="store_true")
     create.add_argument("--journal", action="store_true")
-    create.set_defaults(handler=_on_store(_queue_create))
+    create.set_defaults(handler=_on_store(_queue_create), audited="queue create")
     actions.add_parser("list", help="list queues").set_defaults(handler=_on_store(_queue_list))
     unreachable = actions.add_parser(
         "unreachable", help="list queues whose name no path can name (e.g. with '='), or delete one by ID"
     )
     unreachable.add_argument("--delete", type=int, metavar="ID", help="delete this one, with its messages")
-    unreachable.set_defaults(handler=_on_store(_queue_unreachable))
+    unreachable.set_defaults(handler=_on_store(_queue_unreachable), audited="queue unreachable")
     for name, command, text in (
         ("show", _queue_show, "show a queue"),
         ("delete", _queue_delete, "delete a queue and its messages"),
@@ -287,7 +312,7 @@ def _queue_commands(actions: Any) -> None:
     ):
         action = actions.add_parser(name, help=text)
         action.add_argument("path")
-        action.set_defaults(handler=_on_store(command))
+        action.set_defaults(handler=_on_store(command), audited=None if name == "show" else f"queue {name}")
 
 
 def _message_commands(commands: Any) -> None:

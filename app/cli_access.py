@@ -12,7 +12,7 @@ from typing import Any
 
 from app.keys import key_record
 from app.settings import Settings
-from qm.access import AccessControl, AuditEntry, check_principal_name
+from qm.access import AccessControl, AuditEntry, check_key_principal
 from qm.clock import SystemClock
 from qm.errors import MqError, MqErrorCode
 from qm.rights import ADMINISTRATOR_GRANTS, QUEUE_MANAGER, Grant, parse_rights, rights_names
@@ -45,7 +45,7 @@ async def _audit(access: AccessControl, action: str, target: str) -> None:
 
 
 async def _keys_create(access: AccessControl, arguments: argparse.Namespace) -> Any:
-    principal = check_principal_name(arguments.principal)
+    principal = check_key_principal(arguments.principal)
     now = access.clock.now()
     await access.store.ensure_principal(principal, "", now)
     text, record = key_record(principal, arguments.description, now)

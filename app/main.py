@@ -221,7 +221,10 @@ async def separate_metrics_port(settings: Settings, ops: operations.Operations) 
     if settings.metrics_port is None:
         return None
     return await serve_metrics(
-        settings.host, settings.metrics_port, lambda: exposition(ops.metrics, ops.observation, ops.pool_size)
+        settings.host,
+        settings.metrics_port,
+        lambda: exposition(ops.metrics, ops.observation, ops.pool_size),
+        edge.allowed_hosts(settings),
     )
 
 

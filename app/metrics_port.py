@@ -10,6 +10,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 
+from app.edge import split_host
 from app.metrics import CONTENT_TYPE
 
 MAX_HEAD_BYTES = 8192
@@ -19,10 +20,15 @@ METRICS_PATH = b"/metrics"
 Scrape = Callable[[], Awaitable[bytes]]
 
 
-async def serve_metrics(host: str, port: int, scrape: Scrape) -> asyncio.Server:
+async def serve_metrics(
+    host: str, port: int, scrape: Scrape, names: frozenset[str] | None = None
+) -> asyncio.Server:
+    """`names`: the `Host` names answered (app.edge.allowed_hosts; None: any), so that a page
+    rebinding its own name to this address cannot read the metrics (421 otherwise)."""
+
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            status, body = await _answer(reader, scrape)
+            status, body = await _answer(reader, scrape, names)
             content_type = CONTENT_TYPE if status == HTTPStatus.OK else "text/plain; charset=utf-8"
             head = (
                 f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: {content_type}\r\n"
@@ -40,7 +46,9 @@ async def serve_metrics(host: str, port: int, scrape: Scrape) -> asyncio.Server:
     return await asyncio.start_server(answer, host, port, reuse_port=True, limit=MAX_HEAD_BYTES)
 
 
-async def _answer(reader: asyncio.StreamReader, scrape: Scrape) -> tuple[HTTPStatus, bytes]:
+async def _answer(
+    reader: asyncio.StreamReader, scrape: Scrape, names: frozenset[str] | None
+) -> tuple[HTTPStatus, bytes]:
     try:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
     except asyncio.LimitOverrunError:
@@ -53,4 +61,16 @@ async def _answer(reader: asyncio.StreamReader, scrape: Scrape) -> tuple[HTTPSta
         return HTTPStatus.NOT_FOUND, b"only /metrics is served on this port\n"
     if method != b"GET":
         return HTTPStatus.METHOD_NOT_ALLOWED, b"GET only\n"
+    if names is not None and not _names_us(head, names):
+        return HTTPStatus.MISDIRECTED_REQUEST, b"Host is not a name of this gateway (MSMQGW_ALLOWED_HOSTS)\n"
     return HTTPStatus.OK, await scrape()
+
+
+def _names_us(head: bytes, names: frozenset[str]) -> bool:
+    """Exactly one `Host` field, naming the gateway (as the API's edge decides)."""
+    hosts = [
+        value.strip()
+        for name, _, value in (line.partition(b":") for line in head.split(b"\r\n")[1:])
+        if name.strip().lower() == b"host"
+    ]
+    return len(hosts) == 1 and split_host(hosts[0].decode("latin-1"))[0] in names

@@ -110,6 +110,19 @@ def check_principal_name(name: str) -> str:
     return name
 
 
+def check_key_principal(name: str) -> str:
+    """Whom a key may prove: not a built-in principal. A key proving `anonymous` would make the
+    queues its holder creates every keyless caller's (the creator's grant), and one proving
+    `anonymous-srmp` would give a REST client what is granted to Windows senders."""
+    check_principal_name(name)
+    if name in BUILT_IN:
+        raise MqError(
+            MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+            f"{name!r} is a built-in principal: callers are it without a key, no key proves it",
+        )
+    return name
+
+
 class AccessControl:
     """Grants per principal, remembered for `ttl_s` so that a request after the first reads
     nothing: another process's change is seen within that time, this process's at once."""

@@ -10,10 +10,16 @@ from fastapi import APIRouter, Path, Query, Request, status
 from pydantic import BaseModel, Field
 
 from app import answers as a
-from app.auth import caller, security_of
+from app.auth import caller, note_for_audit, security_of
 from app.gateway import GatewayDep
 from app.keys import key_record
-from qm.access import AUDIT_PAGE_MAX, ApiKeyRecord, AuditEntry, Principal, check_principal_name
+from qm.access import (
+    AUDIT_PAGE_MAX,
+    ApiKeyRecord,
+    AuditEntry,
+    Principal,
+    check_key_principal,
+)
 from qm.errors import MqError, MqErrorCode
 from qm.rights import Grant, every_right, parse_rights, rights_held, rights_names
 
@@ -186,13 +192,15 @@ async def list_keys(request: Request, principal: PrincipalFilter = None) -> list
 )
 async def create_key(body: KeyCreate, request: Request) -> NewKeyOut:
     access = security_of(request).access
-    principal = check_principal_name(body.principal)
+    note_for_audit(request, principal=body.principal)
+    principal = check_key_principal(body.principal)
     now = access.clock.now()
     await access.store.ensure_principal(principal, "", now)
     text, record = await asyncio.to_thread(
         key_record, principal, body.description, now
     )  # scrypt: off the loop
     await access.store.add_key(record)
+    note_for_audit(request, principal=principal, key_id=record.key_id)
     return NewKeyOut(**KeyOut.of(record).model_dump(), key=text)
 
 
@@ -224,7 +232,11 @@ async def list_grants(request: Request, principal: PrincipalFilter = None) -> li
     responses=a.answers(a.ok(GRANT_EXAMPLE), a.INVALID_PARAMETER, UNKNOWN_RIGHT),
 )
 async def change_grant(body: GrantChange, request: Request) -> GrantOut:
-    rights = parse_rights(",".join(body.rights), body.queue)
+    rights_named = ",".join(body.rights)
+    note_for_audit(
+        request, principal=body.principal, queue=body.queue, rights=rights_named, revoke=body.revoke or None
+    )
+    rights = parse_rights(rights_named, body.queue)
     add, remove = (0, rights) if body.revoke else (rights, 0)
     changed = await security_of(request).access.change_grant(body.principal, body.queue, add, remove)
     return GrantOut.of(changed or Grant(body.principal, body.queue, 0))

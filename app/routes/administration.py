@@ -27,7 +27,7 @@ from app.admin_schemas import (
     parse_import,
     parse_lookup_ids,
 )
-from app.auth import authorize
+from app.auth import authorize, note_for_audit
 from app.docs import MESSAGE_EXAMPLE
 from app.gateway import Gateway, GatewayDep, canonical_queue
 from app.http import read_capped
@@ -126,6 +126,7 @@ def _administration(gateway: Gateway) -> Administration:
     ),
 )
 async def move_messages(path: str, body: MoveIn, request: Request, gateway: GatewayDep) -> MoveOut:
+    note_for_audit(request, to=body.to)
     await authorize(request, QueueRight.WRITE_MESSAGE, body.to)  # the source's right: app/access_rules.py
     to = canonical_queue(gateway, body.to)
     moved = await _administration(gateway).move_messages(path, parse_lookup_ids(body.lookup_ids), body.to)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response, status
 from pydantic import BaseModel, Field
 
 from app import answers as a
-from app.auth import give_ownership, queue_deleted
+from app.auth import give_ownership, note_for_audit, queue_deleted
 from app.docs import QUEUE_EXAMPLE
 from app.gateway import GatewayDep
 from app.schemas import QueueCreate, QueueOut, QueueUpdate
@@ -55,6 +55,7 @@ async def list_queues(gateway: GatewayDep) -> list[QueueOut]:
 async def create_queue(
     body: QueueCreate, gateway: GatewayDep, request: Request, response: Response
 ) -> QueueOut:
+    note_for_audit(request, path=body.path)
     queue = await gateway.manager.create_queue(body.path, body.settings())
     await give_ownership(request, queue.path.url_path)
     # Queue names may hold `#`, `?` or `%`: the URL carries them percent-encoded.

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, status
 
 from app import answers as a
+from app.auth import authorize, note_for_audit
 from app.parameters import InvocationAfter, RulePosition
 from app.trigger_schemas import (
     InvocationOut,
@@ -18,6 +19,7 @@ from app.trigger_schemas import (
     TriggerOut,
 )
 from qm.errors import MqErrorCode
+from qm.rights import QueueRight
 from qm.triggers.admin import TriggerAdmin, TriggerSpec
 
 rules_router = APIRouter(prefix="/api/rules", tags=["triggers"])
@@ -99,9 +101,12 @@ TRIGGER_DEFINITION = (BAD_DEFINITION, a.QUEUE_PATH, CONFLICT, NEEDS_TRANSACTIONA
     summary="Create a rule: conditions and one action",
     responses=a.answers(a.ok(RULE_EXAMPLE, "Created", 201), BAD_DEFINITION, CONFLICT),
 )
-async def create_rule(body: RuleIn, admin: AdminDep) -> RuleOut:
+async def create_rule(body: RuleIn, admin: AdminDep, request: Request) -> RuleOut:
+    note_for_audit(request, name=body.name)
     conditions = body.parsed_conditions()
-    return RuleOut.of(await admin.create_rule(body.name, body.description, conditions, body.action.action()))
+    created = await admin.create_rule(body.name, body.description, conditions, body.action.action())
+    note_for_audit(request, name=body.name, id=created.id)
+    return RuleOut.of(created)
 
 
 @rules_router.get("", summary="List rules", responses=a.answers(a.ok([RULE_EXAMPLE])))
@@ -157,8 +162,12 @@ def _spec(body: TriggerIn) -> TriggerSpec:
     summary="Create a trigger on a queue",
     responses=a.answers(a.ok(TRIGGER_EXAMPLE, "Created", 201), TRIGGER_DEFINITION),
 )
-async def create_trigger(body: TriggerIn, admin: AdminDep) -> TriggerOut:
-    return await _out(admin, await admin.create_trigger(_spec(body)))
+async def create_trigger(body: TriggerIn, admin: AdminDep, request: Request) -> TriggerOut:
+    note_for_audit(request, name=body.name, queue=body.queue)
+    await _may_read(request, body)
+    created = await admin.create_trigger(_spec(body))
+    note_for_audit(request, name=body.name, queue=body.queue, id=created.id)
+    return await _out(admin, created)
 
 
 @router.get("", summary="List triggers", responses=a.answers(a.ok([TRIGGER_EXAMPLE])))
@@ -181,8 +190,17 @@ async def show_trigger(trigger: str, admin: AdminDep) -> TriggerOut:
     summary="Replace a trigger (enable, disable, change processing or rules)",
     responses=a.answers(a.ok(TRIGGER_EXAMPLE), TRIGGER_DEFINITION, UNKNOWN),
 )
-async def replace_trigger(trigger: str, body: TriggerIn, admin: AdminDep) -> TriggerOut:
+async def replace_trigger(trigger: str, body: TriggerIn, admin: AdminDep, request: Request) -> TriggerOut:
+    await _may_read(request, body)
     return await _out(admin, await admin.replace_trigger(trigger, _spec(body)))
+
+
+async def _may_read(request: Request, body: TriggerIn) -> None:
+    """A trigger reads its queue on its creator's behalf (a retrieving one receives from it),
+    and its rules' actions carry the messages on: MANAGE_TRIGGERS alone must not reach a
+    queue's messages. Checked before anything changes, as a move checks its target."""
+    right = QueueRight.PEEK_MESSAGE if body.processing == "peek" else QueueRight.RECEIVE_MESSAGE
+    await authorize(request, right, body.queue)
 
 
 @router.delete(

@@ -3,8 +3,12 @@ client: each test failed before its fix, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import os
+import subprocess
+from typing import Any
 
 import httpx
 import pytest
@@ -15,6 +19,8 @@ from app.settings import Settings
 from qm.clock import SettableClock
 from soap.namespaces import SOAP_ENV
 from soap.service import TARGET_NAMESPACE
+from tests.gateway_process import free_port
+from tests.integration.support import gateway_command
 from tests.srmp_messages import receipted_request
 
 pytestmark = pytest.mark.anyio
@@ -231,3 +237,111 @@ async def test_repeated_or_malformed_edge_headers_are_refused(
         answer = await admin.send(request)
         assert answer.status_code == status, answer.text
         assert (await admin.get("/api/queues/private$/orders")).json()["message_count"] == 1
+
+
+def _cli(database_url: str, *arguments: str) -> Any:
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("MSMQGW_")}
+    environment["MSMQGW_DATABASE_URL"] = database_url
+    done = subprocess.run(
+        [*gateway_command(), *arguments], capture_output=True, env=environment, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    return json.loads(done.stdout)
+
+
+async def test_queue_changes_through_the_cli_are_audited_and_a_deletion_takes_its_grants(
+    app: FastAPI, database_url: str
+) -> None:
+    """`queue create`, `purge` and `delete` on the store left no audit entry (docs/security.md:
+    "over REST, SOAP or the CLI"), and a deletion left the grants on the queue's path, so a
+    queue created later under the same name was still its old owner's."""
+    async with _local(app) as admin:
+        key = await _key(admin, "alice", (None, ["CREATE_QUEUE"]))
+    async with _client(app, _bearer(key)) as alice:
+        await _new_queue(alice, "private$/payroll")
+    await asyncio.to_thread(_cli, database_url, "queue", "purge", "private$/payroll")
+    await asyncio.to_thread(_cli, database_url, "queue", "delete", "private$/payroll")
+    await asyncio.to_thread(_cli, database_url, "queue", "create", "private$/payroll")
+    async with _local(app) as admin:
+        grants = (await admin.get("/api/grants", params={"principal": "alice"})).json()
+        entries = (await admin.get("/api/audit")).json()["entries"]
+    assert [grant["queue"] for grant in grants] == [None]
+    cli_entries = [(entry["principal"], entry["action"], entry["target"]) for entry in entries[:3]]
+    assert cli_entries == [
+        ("cli", "cli queue create", "path=private$/payroll"),
+        ("cli", "cli queue delete", "path=private$/payroll"),
+        ("cli", "cli queue purge", "path=private$/payroll"),
+    ]
+
+
+async def test_audit_entries_name_what_a_body_named(app: FastAPI) -> None:
+    """`POST /api/queues`, `/api/grants`, `/api/keys`, triggers, rules and moves name what they
+    change in the body, and their audit entries had an empty target: which queue was created,
+    who was given which rights, could not be told from the log."""
+    async with _local(app) as admin:
+        key = await _key(admin, "ops", (None, ["CREATE_QUEUE", "CHANGE_PERMISSIONS"]))
+    async with _client(app, _bearer(key)) as ops:
+        await _new_queue(ops, "private$/made")
+        assert (await ops.post("/api/queues", json={"path": "private$/made"})).status_code == 409
+        grant = {"principal": "reader", "queue": "private$/made", "rights": ["PEEK_MESSAGE"]}
+        assert (await ops.post("/api/grants", json=grant)).status_code == 200
+        made = await ops.post("/api/keys", json={"principal": "reader"})
+        assert made.status_code == 201
+    async with _local(app) as admin:
+        entries = (await admin.get("/api/audit", params={"limit": 4})).json()["entries"]
+    assert [(entry["action"], entry["target"], entry["outcome"]) for entry in entries] == [
+        ("POST /api/keys", f"principal=reader key_id={made.json()['key_id']}", "allowed 201"),
+        ("POST /api/grants", "principal=reader queue=private$/made rights=PEEK_MESSAGE", "allowed 200"),
+        ("POST /api/queues", "path=private$/made", "failed 409"),
+        ("POST /api/queues", "path=private$/made", "allowed 201"),
+    ]
+
+
+@pytest.mark.parametrize("principal", ["anonymous", "anonymous-srmp"])
+async def test_no_key_proves_a_built_in_principal(app: FastAPI, principal: str) -> None:
+    """A key for `anonymous` made every queue its holder created every keyless caller's (the
+    owner grant went to `anonymous`), and one for `anonymous-srmp` let a REST client act with
+    what is granted to Windows senders."""
+    async with _local(app) as admin:
+        made = await admin.post("/api/keys", json={"principal": principal})
+        assert made.status_code == 400, made.text
+        assert made.json()["mq_error"] == "MQ_ERROR_INVALID_PARAMETER"
+        assert (await admin.get("/api/keys")).json() == []
+
+
+async def test_the_metrics_port_answers_only_its_own_host_names(settings: Settings) -> None:
+    """MSMQGW_METRICS_PORT's server took any Host: a page at attacker.example rebinding its name
+    to 127.0.0.1 read every queue's name and counts, as the API's edge refuses it to (421)."""
+    port = free_port()
+    application = create_app(settings.model_copy(update={"metrics_port": port}))
+    async with application.router.lifespan_context(application):
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as scraper:
+            assert (await scraper.get("/metrics")).status_code == 200
+            assert (await scraper.get("/metrics", headers={"Host": f"localhost:{port}"})).status_code == 200
+            rebound = await scraper.get("/metrics", headers={"Host": f"attacker.example:{port}"})
+            assert rebound.status_code == 421
+            assert b"msmqgw_" not in rebound.content
+
+
+@pytest.mark.parametrize(
+    ("processing", "right"), [("peek", "PEEK_MESSAGE"), ("retrieval", "RECEIVE_MESSAGE")]
+)
+async def test_a_trigger_on_a_queue_needs_the_right_to_read_it(
+    app: FastAPI, processing: str, right: str
+) -> None:
+    """A trigger reads its queue (and a retrieving one receives from it) on its creator's
+    behalf: MANAGE_TRIGGERS alone set one on `private$/secret`, whose rules' webhooks then
+    carried its messages to any allowed URL, and took them out of the queue."""
+    async with _local(app) as admin:
+        await _new_queue(admin, "private$/secret")
+        key = await _key(admin, "automation", (None, ["MANAGE_TRIGGERS"]))
+    trigger = {"name": "t", "queue": "private$/secret", "processing": processing}
+    async with _client(app, _bearer(key)) as automation:
+        refused = await automation.post("/api/triggers", json=trigger)
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["detail"] == f"'automation' lacks {right} on 'private$/secret'"
+    async with _local(app) as admin:
+        assert (await admin.get("/api/triggers")).json() == []
+        await _key(admin, "automation", ("private$/secret", [right]))
+    async with _client(app, _bearer(key)) as automation:
+        assert (await automation.post("/api/triggers", json=trigger)).status_code == 201
