@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from app import answers as a
 from app.auth import caller, security_of
+from app.client_certs import client_certificate
 from app.gateway import GatewayDep
 from app.keys import key_record
 from qm.access import AUDIT_PAGE_MAX, ApiKeyRecord, AuditEntry, Principal, check_principal_name
@@ -159,7 +160,10 @@ async def list_principals(request: Request) -> list[PrincipalOut]:
 async def delete_principal(
     name: Annotated[str, Path(description="The principal's name", examples=["orders-app"])], request: Request
 ) -> None:
-    if not await security_of(request).access.delete_principal(name):
+    security = security_of(request)
+    deleted = await security.access.delete_principal(name)
+    security.certificates.forget()
+    if not deleted:
         raise MqError(E.MQ_ERROR_INVALID_HANDLE, f"no principal {name!r}")
 
 
@@ -241,11 +245,19 @@ async def audit_log(
     return AuditPage(entries=[AuditEntryOut.of(entry) for entry in entries], next_before=next_before)
 
 
+class CertificateOut(BaseModel):
+    subject: str = Field(description="Its subject (RFC 4514), as a mapping must name it")
+    issuer: str = Field(description="Its issuer's subject (RFC 4514), as a mapping must name it")
+
+
 class MeOut(BaseModel):
     principal: str = Field(description="Who the request was taken to come from")
-    authenticated: bool = Field(description="Proved by an API key (not anonymous)")
+    authenticated: bool = Field(description="Proved by an API key or a mapped client certificate")
     administrator: bool = Field(
         description="The anonymous administrator of a loopback caller (MSMQGW_ANONYMOUS_ADMIN): every right"
+    )
+    client_certificate: CertificateOut | None = Field(
+        None, description="The TLS client certificate the handshake verified; null: none"
     )
 
 
@@ -260,11 +272,34 @@ class RightsOut(BaseModel):
 @router.get(
     "/api/me",
     summary="Who the caller is",
-    responses=a.answers(a.ok({"principal": "orders-app", "authenticated": True, "administrator": False})),
+    responses=a.answers(
+        a.ok(
+            {
+                "principal": "winbox",
+                "authenticated": True,
+                "administrator": False,
+                "client_certificate": {
+                    "subject": "CN=winbox.example.net,O=Example",
+                    "issuer": "CN=Example Issuing CA,DC=example,DC=net",
+                },
+            }
+        )
+    ),
 )
 async def who_am_i(request: Request) -> MeOut:
     who = caller(request)
-    return MeOut(principal=who.principal, authenticated=who.authenticated, administrator=who.everything)
+    certificate = client_certificate(request.scope)
+    shown = (
+        None
+        if certificate is None
+        else CertificateOut(subject=certificate.subject, issuer=certificate.issuer)
+    )
+    return MeOut(
+        principal=who.principal,
+        authenticated=who.authenticated,
+        administrator=who.everything,
+        client_certificate=shown,
+    )
 
 
 @router.get(
