@@ -18,7 +18,14 @@ from typing import Any
 
 from starlette.types import Scope
 
-from qm.access import AccessRepository, CertificateMapping, check_distinguished_name, check_principal_name
+from qm.access import (
+    BUILT_IN,
+    AccessRepository,
+    CertificateMapping,
+    check_distinguished_name,
+    check_principal_name,
+)
+from qm.errors import MqError, MqErrorCode
 
 CLIENT_CERTIFICATE = "msmq.client_certificate"
 """Scope key: the ClientCertificate of the connection, absent without one."""
@@ -147,7 +154,14 @@ class CertificateMapper:
 async def map_certificate(
     store: AccessRepository, subject: str, issuer: str, principal: str, description: str, now: Any
 ) -> CertificateMapping:
-    """A new mapping (its principal created if new); the names are checked, not parsed."""
+    """A new mapping (its principal created if new); the names are checked, not parsed. Never to
+    a built-in anonymous principal: what such a caller created would be owned by every caller
+    without credentials."""
+    if principal in BUILT_IN:
+        raise MqError(
+            MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+            f"{principal!r} is who callers without credentials are: a certificate cannot prove it",
+        )
     mapping = CertificateMapping(
         check_distinguished_name(subject, "subject"),
         check_distinguished_name(issuer, "issuer"),

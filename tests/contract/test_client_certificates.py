@@ -78,6 +78,8 @@ async def test_one_mapping_per_subject_and_issuer(access: SqlAccess, clock: Sett
         ("CN=a\nb", ISSUER, "p"),
         ("x" * 1001, ISSUER, "p"),
         (SUBJECT, ISSUER, "a:b"),
+        (SUBJECT, ISSUER, "anonymous"),  # would own for every caller without credentials
+        (SUBJECT, ISSUER, "anonymous-srmp"),
     ],
 )
 async def test_malformed_mappings_are_refused_and_change_nothing(

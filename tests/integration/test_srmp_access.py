@@ -91,3 +91,12 @@ async def test_srmp_senders_outside_the_source_networks_are_refused(networks_app
 def test_a_source_network_that_does_not_parse_is_a_configuration_error() -> None:
     with pytest.raises(ValueError, match=r"10\.0\.0\.300"):
         Settings(srmp_source_networks="10.0.0.0/8,10.0.0.300")
+
+
+@pytest.mark.parametrize("mode", ["required", "mapped"])
+def test_requiring_srmp_client_certificates_needs_a_client_ca(mode: str) -> None:
+    """Without client CAs no certificate is ever verified: every SRMP message would be refused."""
+    with pytest.raises(ValueError, match="srmp_client_cert needs tls_client_ca_file"):
+        Settings(srmp_client_cert=mode)
+    tls = {"tls_cert_file": "gw.pem", "tls_key_file": "gw.key", "tls_client_ca_file": "ca.pem"}
+    assert Settings(srmp_client_cert=mode, **tls).srmp_client_cert == mode
