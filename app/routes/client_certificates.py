@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from app import answers as a
 from app.auth import security_of
 from app.client_certs import map_certificate
+from app.parameters import INT32_MAX
 from qm.access import MAX_DISTINGUISHED_NAME, CertificateMapping
 from qm.errors import MqError, MqErrorCode
 
@@ -115,7 +116,10 @@ async def create_mapping(body: MappingCreate, request: Request) -> MappingOut:
     responses=a.answers(a.done("Deleted"), NO_MAPPING),
 )
 async def delete_mapping(
-    mapping_id: Annotated[int, Path(ge=1, description="The mapping's `id`", examples=[1])], request: Request
+    mapping_id: Annotated[
+        int, Path(ge=1, le=INT32_MAX, description="The mapping's `id` (a 32-bit number)", examples=[1])
+    ],
+    request: Request,
 ) -> None:
     security = security_of(request)
     if not await security.access.store.delete_certificate(mapping_id):
