@@ -22,6 +22,8 @@ from app.keys import key_record
 from qm.access import AccessControl
 from qm.clock import SystemClock
 from qm.rights import ADMINISTRATOR_GRANTS, Grant, QueueRight
+from soap.namespaces import SOAP_ENV
+from soap.service import TARGET_NAMESPACE
 from storage.engine import make_engine
 from storage.store import SqlStore
 from tests.gateway_process import READY_INTERVAL_S
@@ -155,6 +157,17 @@ def start(database_url: str, tmp_path: Path, pki: Pki) -> Iterator[Any]:
             process.stop()
 
 
+SOAP_XML = {"Content-Type": "text/xml; charset=utf-8"}
+
+
+def soap(operation: str, queue: str) -> bytes:
+    message = "<message><body>aGk=</body></message>" if operation == "Send" else ""
+    return (
+        f'<s:Envelope xmlns:s="{SOAP_ENV}" xmlns:gw="{TARGET_NAMESPACE}"><s:Body>'
+        f"<gw:{operation}><queue>{queue}</queue>{message}</gw:{operation}></s:Body></s:Envelope>"
+    ).encode()
+
+
 def test_a_mapped_certificate_is_its_principal_with_exactly_its_grants(start: Any, pki: Pki) -> None:
     gateway: Gateway = start()
     subject, issuer = rfc2253_names(pki.winbox[0])
@@ -175,8 +188,12 @@ def test_a_mapped_certificate_is_its_principal_with_exactly_its_grants(start: An
         assert denied.json()["detail"] == f"'winbox' lacks RECEIVE_MESSAGE on '{ORDERS}'"
         assert winbox.post(f"/api/queues/{AUDIT}/messages", json={"body": "x"}).status_code == 403
         assert winbox.get("/api/keys").status_code == 403
+        sent = winbox.post("/soap", content=soap("Send", ORDERS), headers=SOAP_XML)
+        assert sent.status_code == 200, sent.text  # SOAP: the same principal, the same grants
+        received = winbox.post("/soap", content=soap("Receive", ORDERS), headers=SOAP_XML)
+        assert received.status_code == 500 and "MQ_ERROR_ACCESS_DENIED" in received.text
     with gateway.admin() as admin:
-        assert admin.get(f"/api/queues/{ORDERS}").json()["message_count"] == 1
+        assert admin.get(f"/api/queues/{ORDERS}").json()["message_count"] == 2
         assert admin.get(f"/api/queues/{AUDIT}").json()["message_count"] == 0
 
 
