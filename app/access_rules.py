@@ -148,6 +148,9 @@ RULES: dict[tuple[str, str], Rule] = {
     ("DELETE", "/api/keys/{key_id}"): _qm(M.CHANGE_PERMISSIONS, audited=True),
     ("GET", "/api/grants"): _qm(M.GET_PERMISSIONS),
     ("POST", "/api/grants"): _qm(M.CHANGE_PERMISSIONS, audited=True),
+    ("GET", "/api/client-certificates"): _qm(M.GET_PERMISSIONS),
+    ("POST", "/api/client-certificates"): _qm(M.CHANGE_PERMISSIONS, audited=True),
+    ("DELETE", "/api/client-certificates/{mapping_id}"): _qm(M.CHANGE_PERMISSIONS, audited=True),
     ("GET", "/api/audit"): _qm(M.READ_AUDIT),
     # Who the caller is and what it may do: what the console asks to show only allowed actions.
     ("GET", "/api/me"): Rule(None, Locate.CALLER),

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fastapi import Request
+from starlette.types import Scope
 
-from app.auth import Security, authorize, srmp_sender_may_write
+from app.auth import Security, authorize, srmp_refusal
 from qm.errors import MqError
 from qm.manager import QueueManager
 from qm.model import MessageProperties
@@ -43,11 +44,12 @@ async def authorize_admin_queues(request: Request, messages: Iterable[MessagePro
 
 
 async def srmp_admin_queue_refused(
-    security: Security, manager: QueueManager, client_host: str, properties: MessageProperties
+    security: Security, manager: QueueManager, scope: Scope, properties: MessageProperties
 ) -> QueuePath | None:
-    """The local admin queue the anonymous SRMP sender may not write to, or None. A remote one
+    """The local admin queue the SRMP sender (anonymous, or by its client certificate) may not
+    write to, or None. A remote one
     is an outgoing queue, bounded by the outbound allow-list (MSMQGW_SRMP_OUTBOUND_HOSTS)."""
     target = acknowledged_in(manager, properties)
     if target is None or target.kind is QueueKind.OUTGOING:
         return None
-    return None if await srmp_sender_may_write(security, client_host, target) else target
+    return None if await srmp_refusal(security, scope, target) is None else target

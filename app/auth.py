@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from http import HTTPStatus
@@ -18,6 +19,7 @@ from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.access_rules import RULES, Locate, Rule
+from app.client_certs import CertificateMapper, client_certificate
 from app.errors import problem
 from app.keys import REALM, KeyVerifier, Unauthenticated
 from app.settings import Settings
@@ -49,7 +51,7 @@ class Caller:
     principal: str
     client: str
     authenticated: bool
-    """Proved by a key (not anonymous)."""
+    """Proved by a key or a mapped client certificate (not anonymous)."""
     everything: bool = False
     """The anonymous administrator (MSMQGW_ANONYMOUS_ADMIN): every right, no grant read."""
 
@@ -61,6 +63,7 @@ class Security:
     settings: Settings
     keys: KeyVerifier
     access: AccessControl
+    certificates: CertificateMapper
     srmp_networks: tuple[IPNetwork, ...] = ()
 
     def anonymous_is_administrator(self, client_host: str) -> bool:
@@ -70,16 +73,32 @@ class Security:
         )
 
 
-async def srmp_sender_may_write(security: Security, client_host: str, queue: QueuePath) -> bool:
-    """The anonymous SRMP sender's right to write `queue`, from where it is."""
+async def srmp_refusal(security: Security, scope: Scope, queue: QueuePath) -> str | None:
+    """Why the SRMP sender may not write `queue` (None: it may). A sender whose client
+    certificate is mapped writes as that principal, with its own grants; any other as the
+    anonymous SRMP sender, within MSMQGW_SRMP_ANONYMOUS_WRITE and MSMQGW_SRMP_CLIENT_CERT."""
     settings = security.settings
-    networks = security.srmp_networks
-    if networks and not _within(client_host, networks):
-        return False
+    host = (scope.get("client") or ("", 0))[0]
+    if security.srmp_networks and not _within(host, security.srmp_networks):
+        return f"an SRMP sender from {host} (outside MSMQGW_SRMP_SOURCE_NETWORKS) may not write"
+    certificate = client_certificate(scope)
+    principal = None if certificate is None else await security.certificates.principal_for(certificate)
+    if principal is not None:
+        grants = await security.access.grants_of(principal)
+        allowed = allows(grants, on_queue(QueueRight.WRITE_MESSAGE, queue))
+        return (
+            None if allowed else f"{principal!r} (client certificate) lacks WRITE_MESSAGE on {queue.url_path}"
+        )
+    demanded = settings.srmp_client_cert
+    if demanded == "mapped" or (demanded == "required" and certificate is None):
+        what = "no client certificate" if certificate is None else "an unmapped client certificate"
+        return f"an SRMP sender from {host} with {what} (MSMQGW_SRMP_CLIENT_CERT={demanded}) may not write"
     if settings.srmp_anonymous_write == "all":
-        return True
+        return None
     grants = await security.access.grants_of(ANONYMOUS_SRMP)
-    return allows(grants, on_queue(QueueRight.WRITE_MESSAGE, queue))
+    if allows(grants, on_queue(QueueRight.WRITE_MESSAGE, queue)):
+        return None
+    return f"{ANONYMOUS_SRMP} from {host} may not write to {queue.url_path}"
 
 
 def _within(host: str, networks: tuple[IPNetwork, ...]) -> bool:
@@ -107,14 +126,25 @@ def _authorization(headers: list[tuple[bytes, bytes]]) -> bytes | None:
 
 
 async def caller_of(scope: Scope, security: Security) -> Caller:
+    """A key (Authorization) or a mapped client certificate proves the principal; both may come
+    only when they prove the same one. Two proofs of different principals are refused rather than
+    one of them chosen: the request would act as someone its other credential does not name."""
     client = scope.get("client") or ("", 0)
     address = f"{client[0]}:{client[1]}"
+    certificate = client_certificate(scope)
+    by_certificate = None if certificate is None else await security.certificates.principal_for(certificate)
     header = _authorization(scope["headers"])
     if header is None:
+        if by_certificate is not None:
+            return Caller(by_certificate, address, True)
         return Caller(ANONYMOUS, address, False, security.anonymous_is_administrator(client[0]))
     principal = await security.keys.principal_for(header)
     if principal is None:
         raise Unauthenticated("the key is not valid (unknown, revoked, or not this principal's)")
+    if by_certificate not in (None, principal):
+        raise Unauthenticated(
+            f"the key proves {principal!r} and the client certificate {by_certificate!r}: send one of them"
+        )
     return Caller(principal, address, True)
 
 
@@ -249,7 +279,18 @@ class Authorization:
         if not rule.audited:
             await self._app(scope, receive, send)
             return
-        status = await _serve_noting_status(self._app, scope, receive, send)
+        await _serve_audited(
+            self._app,
+            scope,
+            receive,
+            send,
+            lambda status: self._record(security, who, action, params, scope, status),
+        )
+
+    @staticmethod
+    async def _record(
+        security: Security, who: Caller, action: str, params: dict[str, Any], scope: Scope, status: int
+    ) -> None:
         outcome = f"{'allowed' if status < 400 else 'failed'} {status}"
         target = " ".join(filter(None, (_target(params), scope.get(AUDIT_NOTE))))
         await record(security, who, action, target, outcome)
@@ -309,17 +350,26 @@ def _unauthenticated(detail: str) -> Any:
     return response
 
 
-async def _serve_noting_status(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> int:
-    status = 500
+async def _serve_audited(
+    app: ASGIApp, scope: Scope, receive: Receive, send: Send, audit: Callable[[int], Awaitable[None]]
+) -> None:
+    """Serve, recording the audit entry once the outcome is known and before the answer leaves:
+    a client that reads /api/audit after its answer finds its entry, and the entries of one
+    client's changes are in the order it made them."""
+    recorded = False
 
-    async def noting(message: Message) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
+    async def auditing(message: Message) -> None:
+        nonlocal recorded
+        if message["type"] == "http.response.start" and not recorded:
+            recorded = True
+            await audit(message["status"])
         await send(message)
 
-    await app(scope, receive, noting)
-    return status
+    try:
+        await app(scope, receive, auditing)
+    finally:
+        if not recorded:  # no answer started (the app failed): the server answers 500
+            await audit(500)
 
 
 def check_exposure(settings: Settings) -> None:

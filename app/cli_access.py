@@ -1,6 +1,7 @@
-"""`msmq-gateway keys create|list|revoke`, `grant` and `grants`: principals, API keys and rights,
-on the store directly (whoever can run this can read the database anyway). Each change is
-recorded in the audit log as principal `cli`, client `local`."""
+"""`msmq-gateway keys create|list|revoke`, `certs add|list|delete`, `grant` and `grants`:
+principals, API keys, client certificates and rights, on the store directly (whoever can run
+this can read the database anyway). Each change is recorded in the audit log as principal
+`cli`, client `local`."""
 
 from __future__ import annotations
 
@@ -10,9 +11,15 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from app.client_certs import map_certificate
 from app.keys import key_record
 from app.settings import Settings
-from qm.access import AccessControl, AuditEntry, check_key_principal
+from qm.access import (
+    AccessControl,
+    AuditEntry,
+    CertificateMapping,
+    check_provable_principal,
+)
 from qm.clock import SystemClock
 from qm.errors import MqError, MqErrorCode
 from qm.rights import ADMINISTRATOR_GRANTS, QUEUE_MANAGER, Grant, parse_rights, rights_names
@@ -45,7 +52,7 @@ async def _audit(access: AccessControl, action: str, target: str) -> None:
 
 
 async def _keys_create(access: AccessControl, arguments: argparse.Namespace) -> Any:
-    principal = check_key_principal(arguments.principal)
+    principal = check_provable_principal(arguments.principal)
     now = access.clock.now()
     await access.store.ensure_principal(principal, "", now)
     text, record = key_record(principal, arguments.description, now)
@@ -74,6 +81,41 @@ async def _keys_revoke(access: AccessControl, arguments: argparse.Namespace) -> 
         raise MqError(MqErrorCode.MQ_ERROR_INVALID_HANDLE, f"no live key {arguments.key_id!r}")
     await _audit(access, "cli keys revoke", f"key_id={arguments.key_id}")
     return {"revoked": arguments.key_id}
+
+
+async def _certs_add(access: AccessControl, arguments: argparse.Namespace) -> Any:
+    mapping = await map_certificate(
+        access.store,
+        arguments.subject,
+        arguments.issuer,
+        arguments.principal,
+        arguments.description,
+        access.clock.now(),
+    )
+    await _audit(access, "cli certs add", f"id={mapping.id} principal={mapping.principal}")
+    return _mapping(mapping)
+
+
+async def _certs_list(access: AccessControl, arguments: argparse.Namespace) -> Any:
+    return [_mapping(mapping) for mapping in await access.store.list_certificates(arguments.principal)]
+
+
+async def _certs_delete(access: AccessControl, arguments: argparse.Namespace) -> Any:
+    if not await access.store.delete_certificate(arguments.id):
+        raise MqError(MqErrorCode.MQ_ERROR_INVALID_HANDLE, f"no client certificate mapping {arguments.id}")
+    await _audit(access, "cli certs delete", f"id={arguments.id}")
+    return {"deleted": arguments.id}
+
+
+def _mapping(mapping: CertificateMapping) -> dict[str, Any]:
+    return {
+        "id": mapping.id,
+        "subject": mapping.subject,
+        "issuer": mapping.issuer,
+        "principal": mapping.principal,
+        "description": mapping.description,
+        "created_at": mapping.created_at.isoformat(),
+    }
 
 
 async def _grant(access: AccessControl, arguments: argparse.Namespace) -> Any:
@@ -119,6 +161,7 @@ def add_commands(commands: Any) -> None:
     revoke = actions.add_parser("revoke", help="revoke a key")
     revoke.add_argument("key_id")
     revoke.set_defaults(handler=_on_access(_keys_revoke))
+    _add_certs_commands(commands)
     grant = commands.add_parser(
         "grant", help="give (or --revoke) rights on a queue pattern or the queue manager"
     )
@@ -134,3 +177,22 @@ def add_commands(commands: Any) -> None:
     grants = commands.add_parser("grants", help="list grants")
     grants.add_argument("--principal")
     grants.set_defaults(handler=_on_access(_grants))
+
+
+def _add_certs_commands(commands: Any) -> None:
+    certs = commands.add_parser("certs", help="map TLS client certificates to principals")
+    actions = certs.add_subparsers(required=True, metavar="action")
+    add = actions.add_parser("add", help="make a client certificate (subject and issuer) prove a principal")
+    add.add_argument("--principal", required=True, help="who the certificate proves (created if new)")
+    add.add_argument(
+        "--subject", required=True, help="RFC 4514, exactly as GET /api/me shows it, e.g. CN=winbox,O=Example"
+    )
+    add.add_argument("--issuer", required=True, help="the issuing CA's subject, RFC 4514, the same way")
+    add.add_argument("--description", default="")
+    add.set_defaults(handler=_on_access(_certs_add))
+    listing = actions.add_parser("list", help="list the mappings")
+    listing.add_argument("--principal")
+    listing.set_defaults(handler=_on_access(_certs_list))
+    delete = actions.add_parser("delete", help="delete a mapping: its certificate is anonymous again")
+    delete.add_argument("id", type=int)
+    delete.set_defaults(handler=_on_access(_certs_delete))

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from app.client_certs import CLIENT_CERTIFICATE, peer_certificate, tls_extension
 from app.settings import Settings, load_settings
 from qm.errors import MqErrorCode
 
@@ -164,9 +165,12 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
         """"head" or "body" while a request is being read, None between requests."""
         self._phase_began = 0.0
         self._watchdog: asyncio.TimerHandle | None = None
+        self._tls: dict[str, Any] = {}
+        """What each request's scope gets from the TLS connection (app/client_certs.py)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(HeldHeadTransport(transport, self.loop))
+        self._tls = _tls_scope(transport.get_extra_info("ssl_object"))
         if len(self.connections) > self._limits.max_connections:
             self._refuse(HTTPStatus.SERVICE_UNAVAILABLE, "the gateway serves as many connections as it may")
             return
@@ -191,6 +195,8 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        if self._tls:
+            self.scope.update(self._tls)  # type: ignore[typeddict-item]
         self._header_count = 0
         self._head_bytes = self._head_bytes or 0
         if self._phase != "head":
@@ -291,6 +297,17 @@ class OneWriteHttpToolsProtocol(HttpToolsProtocol):
                 cycle.disconnected = True
                 cycle.message_event.set()
         super().connection_lost(exc)
+
+
+def _tls_scope(ssl_object: Any) -> dict[str, Any]:
+    """The ASGI TLS extension and the verified client certificate, read once per connection."""
+    if ssl_object is None:
+        return {}
+    certificate = peer_certificate(ssl_object)
+    found: dict[str, Any] = {"extensions": {"tls": tls_extension(ssl_object, certificate)}}
+    if certificate is not None:
+        found[CLIENT_CERTIFICATE] = certificate
+    return found
 
 
 _CODE_OF = {

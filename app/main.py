@@ -16,6 +16,7 @@ from fastapi.routing import APIRoute
 
 from app import edge, errors, openapi, parameters
 from app.auth import Authorization, Security, check_exposure, prune_audit_pass
+from app.client_certs import CertificateMapper
 from app.gateway import Gateway
 from app.housekeeping import background_tasks, supervise, supervise_on_demand
 from app.keys import KeyVerifier
@@ -28,6 +29,7 @@ from app.outbound.receipts import StreamReceiptSender
 from app.routes import (
     access,
     administration,
+    client_certificates,
     console,
     cursors,
     docs_ui,
@@ -120,7 +122,8 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         app.state.trigger_admin = app.state.triggers.admin
         access = AccessControl(store.access, manager.clock, settings.auth_cache_ttl_s)
         keys = KeyVerifier(store.access, settings.auth_cache_ttl_s)
-        app.state.security = Security(settings, keys, access, settings.source_networks())
+        certificates = CertificateMapper(store.access, settings.auth_cache_ttl_s)
+        app.state.security = Security(settings, keys, access, certificates, settings.source_networks())
         prune = supervise("audit pruning", lambda: prune_audit_pass(access, settings), AUDIT_PRUNE_INTERVAL_S)
         tasks.append(asyncio.create_task(prune, name="audit pruning"))
         trigger_task = app.state.triggers.task
@@ -191,6 +194,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         queues.router,
         outgoing.router,
         access.router,
+        client_certificates.router,
         redrives.router,
         srmp.router,
         soap_api.router,

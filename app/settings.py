@@ -245,6 +245,10 @@ class Settings(BaseSettings):
             raise ValueError("tls_cert_file and tls_key_file go together: give both or neither")
         if self.tls_client_ca_file and not self.tls_cert_file:
             raise ValueError("tls_client_ca_file needs tls_cert_file and tls_key_file (HTTPS)")
+        if self.srmp_client_cert != "optional" and not self.tls_client_ca_file:
+            raise ValueError(
+                "srmp_client_cert needs tls_client_ca_file: no certificate is verified without it"
+            )
         return self
 
     anonymous_admin: bool = Field(
@@ -263,14 +267,20 @@ class Settings(BaseSettings):
         5.0,
         gt=0,
         le=300,
-        description="How long a verified API key and a principal's grants are remembered: a key revoked "
-        "or a grant changed through another gateway process takes effect within this time",
+        description="How long a verified API key, a client certificate's mapping and a principal's grants "
+        "are remembered: a change through another gateway process takes effect within this time",
     )
     srmp_anonymous_write: Literal["all", "granted"] = Field(
         "all",
         description="all: SRMP senders (principal anonymous-srmp) may write every local queue, as MSMQ's "
         "default queue ACL lets ANONYMOUS LOGON send; granted: only queues where anonymous-srmp holds "
         "WRITE_MESSAGE",
+    )
+    srmp_client_cert: Literal["optional", "required", "mapped"] = Field(
+        "optional",
+        description="SRMP over HTTPS: optional (a mapped client certificate writes as its principal, "
+        "others as anonymous-srmp); required (no certificate: refused); mapped (only certificates "
+        "mapped to a principal write)",
     )
     srmp_source_networks: str = Field(
         "",

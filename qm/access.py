@@ -47,6 +47,20 @@ class ApiKeyRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class CertificateMapping:
+    """A client certificate, by its subject and issuer (RFC 4514 strings, compared exactly),
+    proves `principal`. The issuer is part of the key: a subject is only a name, and any CA the
+    gateway trusts could put any name in a certificate it signs."""
+
+    subject: str
+    issuer: str
+    principal: str
+    description: str
+    created_at: datetime
+    id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class AuditEntry:
     at: datetime
     principal: str
@@ -66,7 +80,7 @@ class AccessRepository(Protocol):
     async def list_principals(self) -> list[Principal]: ...
 
     async def delete_principal(self, name: str) -> bool:
-        """With its keys and grants."""
+        """With its keys, certificate mappings and grants."""
         ...
 
     async def add_key(self, record: ApiKeyRecord) -> None: ...
@@ -78,6 +92,16 @@ class AccessRepository(Protocol):
     async def revoke_key(self, key_id: str, now: datetime) -> bool:
         """False when there is no such key, or it was revoked already."""
         ...
+
+    async def add_certificate(self, mapping: CertificateMapping) -> CertificateMapping:
+        """With its ID; MQ_ERROR_INVALID_PARAMETER when that subject and issuer are mapped already."""
+        ...
+
+    async def find_certificate(self, subject: str, issuer: str) -> CertificateMapping | None: ...
+
+    async def list_certificates(self, principal: str | None) -> list[CertificateMapping]: ...
+
+    async def delete_certificate(self, mapping_id: int) -> bool: ...
 
     async def grants_of(self, principal: str) -> list[Grant]: ...
 
@@ -110,15 +134,29 @@ def check_principal_name(name: str) -> str:
     return name
 
 
-def check_key_principal(name: str) -> str:
-    """Whom a key may prove: not a built-in principal. A key proving `anonymous` would make the
-    queues its holder creates every keyless caller's (the creator's grant), and one proving
-    `anonymous-srmp` would give a REST client what is granted to Windows senders."""
+def check_provable_principal(name: str) -> str:
+    """Whom a credential (an API key, a client certificate's mapping) may prove: not a built-in
+    principal. One proving `anonymous` would make the queues its holder creates every keyless
+    caller's (the creator's grant), and one proving `anonymous-srmp` would give a REST client
+    what is granted to Windows senders."""
     check_principal_name(name)
     if name in BUILT_IN:
         raise MqError(
             MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
-            f"{name!r} is a built-in principal: callers are it without a key, no key proves it",
+            f"{name!r} is a built-in principal: callers are it without credentials, none proves it",
+        )
+    return name
+
+
+MAX_DISTINGUISHED_NAME = 1000
+
+
+def check_distinguished_name(name: str, what: str) -> str:
+    if not name or len(name) > MAX_DISTINGUISHED_NAME or not name.isprintable():
+        raise MqError(
+            MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+            f"a certificate's {what} is an RFC 4514 string of 1-{MAX_DISTINGUISHED_NAME} printable "
+            "characters, such as CN=winbox.example.net,O=Example",
         )
     return name
 

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
-from qm.access import ApiKeyRecord, AuditEntry, Principal
+from qm.access import ApiKeyRecord, AuditEntry, CertificateMapping, Principal
+from qm.errors import MqError, MqErrorCode
 from qm.rights import Grant, fold
 from storage import rows
 from storage.database import Database
-from storage.tables import api_keys, audit_log, grants, principals
+from storage.tables import api_keys, audit_log, client_certificates, grants, principals
 
 p = principals.c
 k = api_keys.c
 g = grants.c
 a = audit_log.c
+c = client_certificates.c
 
 
 class SqlAccess:
@@ -54,6 +58,7 @@ class SqlAccess:
         async with self._db.transaction() as connection:
             # Explicitly, not by the foreign keys' cascade alone: one rule on both stores.
             await connection.execute(sa.delete(api_keys).where(k.principal == name))
+            await connection.execute(sa.delete(client_certificates).where(c.principal == name))
             await connection.execute(sa.delete(grants).where(g.principal == name))
             deleted = await connection.execute(sa.delete(principals).where(p.name == name))
         return bool(deleted.rowcount)
@@ -92,6 +97,47 @@ class SqlAccess:
                 .values(revoked_at=rows.to_us(now))
             )
         return bool(revoked.rowcount)
+
+    async def add_certificate(self, mapping: CertificateMapping) -> CertificateMapping:
+        values = {
+            "identity": certificate_identity(mapping.subject, mapping.issuer),
+            "subject": mapping.subject,
+            "issuer": mapping.issuer,
+            "principal": mapping.principal,
+            "description": mapping.description,
+            "created_at": rows.to_us(mapping.created_at),
+        }
+        try:
+            async with self._db.transaction() as connection:
+                added = await connection.execute(sa.insert(client_certificates).values(**values))
+        except sa.exc.IntegrityError:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+                "a certificate of this subject and issuer is mapped already (delete that mapping first)",
+            ) from None
+        (mapping_id,) = added.inserted_primary_key or (0,)
+        return dataclasses.replace(mapping, id=int(mapping_id))
+
+    async def find_certificate(self, subject: str, issuer: str) -> CertificateMapping | None:
+        """By the SHA-256 of both names, then compared as written (the hash only finds the row)."""
+        query = sa.select(client_certificates).where(c.identity == certificate_identity(subject, issuer))
+        async with self._db.reading() as connection:
+            row = (await connection.execute(query)).first()
+        if row is None or (row.subject, row.issuer) != (subject, issuer):
+            return None
+        return _certificate(row)
+
+    async def list_certificates(self, principal: str | None) -> list[CertificateMapping]:
+        query = sa.select(client_certificates).order_by(c.id)
+        if principal is not None:
+            query = query.where(c.principal == principal)
+        async with self._db.reading() as connection:
+            return [_certificate(row) for row in await connection.execute(query)]
+
+    async def delete_certificate(self, mapping_id: int) -> bool:
+        async with self._db.transaction() as connection:
+            deleted = await connection.execute(sa.delete(client_certificates).where(c.id == mapping_id))
+        return bool(deleted.rowcount)
 
     async def grants_of(self, principal: str) -> list[Grant]:
         return await self.list_grants(principal)
@@ -150,6 +196,17 @@ class SqlAccess:
 
 def _principal(row: Any) -> Principal:
     return Principal(row.name, row.description, rows.from_us(row.created_at))
+
+
+def certificate_identity(subject: str, issuer: str) -> str:
+    """Both names, unambiguously joined (a NUL is in neither), as 64 hex digits."""
+    return hashlib.sha256(f"{subject}\0{issuer}".encode()).hexdigest()
+
+
+def _certificate(row: Any) -> CertificateMapping:
+    return CertificateMapping(
+        row.subject, row.issuer, row.principal, row.description, rows.from_us(row.created_at), row.id
+    )
 
 
 def _key(row: Any) -> ApiKeyRecord:

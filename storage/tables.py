@@ -387,6 +387,22 @@ api_keys = sa.Table(
 )
 """Only a slow salted hash of each key's secret is kept (scrypt)."""
 
+client_certificates = sa.Table(
+    "client_certificates",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("identity", sa.String(64), nullable=False, unique=True),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("issuer", sa.Text, nullable=False),
+    sa.Column(
+        "principal", sa.String(124), sa.ForeignKey("principals.name", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+"""Client certificates (subject and issuer) that prove a principal; `identity` is the SHA-256
+of the two, unique and short enough for an index whatever the names' length."""
+
 grants = sa.Table(
     "grants",
     metadata,

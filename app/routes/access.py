@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from app import answers as a
 from app.auth import caller, note_for_audit, security_of
+from app.client_certs import client_certificate
 from app.gateway import GatewayDep
 from app.keys import key_record
 from qm.access import (
@@ -18,7 +19,7 @@ from qm.access import (
     ApiKeyRecord,
     AuditEntry,
     Principal,
-    check_key_principal,
+    check_provable_principal,
 )
 from qm.errors import MqError, MqErrorCode
 from qm.rights import Grant, every_right, parse_rights, rights_held, rights_names
@@ -167,7 +168,9 @@ async def delete_principal(
 ) -> None:
     security = security_of(request)
     keys = await security.access.store.list_keys(name)
-    if not await security.access.delete_principal(name):
+    deleted = await security.access.delete_principal(name)
+    security.certificates.forget()
+    if not deleted:
         raise MqError(E.MQ_ERROR_INVALID_HANDLE, f"no principal {name!r}")
     for record in keys:  # refused by this process at once, as a revocation here is
         security.keys.forget(record.key_id)
@@ -193,7 +196,7 @@ async def list_keys(request: Request, principal: PrincipalFilter = None) -> list
 async def create_key(body: KeyCreate, request: Request) -> NewKeyOut:
     access = security_of(request).access
     note_for_audit(request, principal=body.principal)
-    principal = check_key_principal(body.principal)
+    principal = check_provable_principal(body.principal)
     now = access.clock.now()
     await access.store.ensure_principal(principal, "", now)
     text, record = await asyncio.to_thread(
@@ -257,11 +260,19 @@ async def audit_log(
     return AuditPage(entries=[AuditEntryOut.of(entry) for entry in entries], next_before=next_before)
 
 
+class CertificateOut(BaseModel):
+    subject: str = Field(description="Its subject (RFC 4514), as a mapping must name it")
+    issuer: str = Field(description="Its issuer's subject (RFC 4514), as a mapping must name it")
+
+
 class MeOut(BaseModel):
     principal: str = Field(description="Who the request was taken to come from")
-    authenticated: bool = Field(description="Proved by an API key (not anonymous)")
+    authenticated: bool = Field(description="Proved by an API key or a mapped client certificate")
     administrator: bool = Field(
         description="The anonymous administrator of a loopback caller (MSMQGW_ANONYMOUS_ADMIN): every right"
+    )
+    client_certificate: CertificateOut | None = Field(
+        None, description="The TLS client certificate the handshake verified; null: none"
     )
 
 
@@ -276,11 +287,34 @@ class RightsOut(BaseModel):
 @router.get(
     "/api/me",
     summary="Who the caller is",
-    responses=a.answers(a.ok({"principal": "orders-app", "authenticated": True, "administrator": False})),
+    responses=a.answers(
+        a.ok(
+            {
+                "principal": "winbox",
+                "authenticated": True,
+                "administrator": False,
+                "client_certificate": {
+                    "subject": "CN=winbox.example.net,O=Example",
+                    "issuer": "CN=Example Issuing CA,DC=example,DC=net",
+                },
+            }
+        )
+    ),
 )
 async def who_am_i(request: Request) -> MeOut:
     who = caller(request)
-    return MeOut(principal=who.principal, authenticated=who.authenticated, administrator=who.everything)
+    certificate = client_certificate(request.scope)
+    shown = (
+        None
+        if certificate is None
+        else CertificateOut(subject=certificate.subject, issuer=certificate.issuer)
+    )
+    return MeOut(
+        principal=who.principal,
+        authenticated=who.authenticated,
+        administrator=who.everything,
+        client_certificate=shown,
+    )
 
 
 @router.get(

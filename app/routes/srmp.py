@@ -18,10 +18,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import answers as a
 from app.admin_queues import srmp_admin_queue_refused
-from app.auth import srmp_sender_may_write
+from app.auth import srmp_refusal
 from app.docs import SRMP_REQUEST_EXAMPLE, SRMP_STATISTICS_EXAMPLE
 from app.gateway import Gateway, GatewayDep
-from qm.access import ANONYMOUS_SRMP
 from qm.errors import MqError, MqErrorCode, QuotaExceeded
 from qm.manager import SINGLE_MESSAGE_TRANSACTION
 from qm.model import MessageProperties
@@ -201,30 +200,27 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep, scope: Scope) -> O
 async def _admit(
     queue: str, properties: MessageProperties, envelope: SrmpEnvelope, gateway: Gateway, scope: Scope
 ) -> None:
-    """The anonymous SRMP sender's WRITE_MESSAGE on the queue (docs/security.md). A refused
+    """The SRMP sender's WRITE_MESSAGE on the queue (docs/security.md). A refused
     message is stored nowhere, earns its NACK (class 0x8004) where it asked for one, and is
     answered 400, the status of a message the receiver will not take: the sender gives up."""
     path = gateway.manager.resolve(queue)
-    client = scope.get("client") or ("", 0)
     security = scope["app"].state.security
-    if await srmp_sender_may_write(security, client[0], path):
-        admin_queue = await srmp_admin_queue_refused(security, gateway.manager, client[0], properties)
+    refusal = await srmp_refusal(security, scope, path)
+    if refusal is None:
+        admin_queue = await srmp_admin_queue_refused(security, gateway.manager, scope, properties)
         if admin_queue is None:
             return
         # Its acknowledgments would be written there: refused as a whole, with no NACK (that
         # would go to the very queue it may not write).
         gateway.srmp.access_denied += 1
+        client = scope.get("client") or ("", 0)
         raise SrmpError(
             HTTPStatus.BAD_REQUEST,
-            f"{ANONYMOUS_SRMP} from {client[0]} may not write to its admin queue {admin_queue.url_path}",
+            f"the SRMP sender from {client[0]} may not write to its admin queue {admin_queue.url_path}",
         )
     gateway.srmp.access_denied += 1
     nack = await gateway.manager.refuse_arrival(path, properties, envelope.message_id.text)
-    raise SrmpError(
-        HTTPStatus.BAD_REQUEST,
-        f"{ANONYMOUS_SRMP} from {client[0]} may not write to {path.url_path}"
-        + ("; negative acknowledgment sent" if nack else ""),
-    )
+    raise SrmpError(HTTPStatus.BAD_REQUEST, refusal + ("; negative acknowledgment sent" if nack else ""))
 
 
 async def _our_stream_receipt(envelope: SrmpEnvelope, gateway: GatewayDep) -> bool:

@@ -204,6 +204,7 @@ async def test_a_caller_is_told_who_it_is_and_what_it_may_do(app: FastAPI) -> No
             "principal": "reader",
             "authenticated": True,
             "administrator": False,
+            "client_certificate": None,  # plain HTTP: no certificate
         }
         rights = await client.get("/api/me/rights", params={"queue": "PRIVATE$/Orders"})
         assert rights.json() == {"queue": "PRIVATE$/Orders", "rights": ["PEEK_MESSAGE"]}

@@ -53,6 +53,8 @@ REFUSED: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", f"/api/outgoing-queues/{LONG_INTEGER}", {}),
     ("GET", f"/api/outgoing-queues?after={ABOVE_INT32}", {}),
     ("DELETE", f"/api/outgoing-queues/{ABOVE_INT32}", {}),
+    ("DELETE", f"/api/client-certificates/{ABOVE_INT32}", {}),
+    ("DELETE", f"/api/client-certificates/{LONG_INTEGER}", {}),
     ("GET", f"/api/triggers/t/invocations?after={ABOVE_INT32}", {}),
     ("POST", f"/api/triggers/t/rules/r?position={ABOVE_INT32}", {}),
     # NUL as (or in) an ID or a queue path

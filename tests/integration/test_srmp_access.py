@@ -4,6 +4,7 @@ source networks, and what a refused message gets: 400, stored nowhere, counted."
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Literal
 
 import httpx
 import pytest
@@ -91,3 +92,14 @@ async def test_srmp_senders_outside_the_source_networks_are_refused(networks_app
 def test_a_source_network_that_does_not_parse_is_a_configuration_error() -> None:
     with pytest.raises(ValueError, match=r"10\.0\.0\.300"):
         Settings(srmp_source_networks="10.0.0.0/8,10.0.0.300")
+
+
+@pytest.mark.parametrize("mode", ["required", "mapped"])
+def test_requiring_srmp_client_certificates_needs_a_client_ca(mode: Literal["required", "mapped"]) -> None:
+    """Without client CAs no certificate is ever verified: every SRMP message would be refused."""
+    with pytest.raises(ValueError, match="srmp_client_cert needs tls_client_ca_file"):
+        Settings(srmp_client_cert=mode)
+    with_ca = Settings(
+        srmp_client_cert=mode, tls_cert_file="gw.pem", tls_key_file="gw.key", tls_client_ca_file="ca.pem"
+    )
+    assert with_ca.srmp_client_cert == mode

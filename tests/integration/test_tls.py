@@ -5,8 +5,6 @@ A throwaway CA is made in each test with the `openssl` command."""
 from __future__ import annotations
 
 import asyncio
-import ssl
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,11 +20,12 @@ from soap.envelope import Msmq, Properties, SrmpEnvelope
 from soap.envelope import Path as SrmpPath
 from soap.ids import MessageId
 from soap.times import SrmpTime
-from tests.gateway_process import READY_INTERVAL_S, READY_WITHIN_S, GatewayProcess
+from tests.gateway_process import READY_INTERVAL_S, READY_WITHIN_S
+from tests.pki import SERVER_EXTENSIONS, Ca
 from tests.srmp_messages import SENDER_QM
+from tests.tls_gateway import TIMEOUT_S, TlsGateway
 
 QUEUE = "private$/secure"
-TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -38,100 +37,12 @@ class Pki:
     client_key: Path
 
 
-def openssl(*arguments: str | Path) -> None:
-    subprocess.run(["openssl", *map(str, arguments)], check=True, capture_output=True)
-
-
-def signed(
-    directory: Path, name: str, subject: str, extensions: str, ca: Path, ca_key: Path
-) -> tuple[Path, Path]:
-    key, request, cert = directory / f"{name}.key", directory / f"{name}.csr", directory / f"{name}.pem"
-    config = directory / f"{name}.ext"
-    config.write_text(extensions)
-    openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", request, "-subj", subject)
-    openssl(
-        "x509",
-        "-req",
-        "-in",
-        request,
-        "-CA",
-        ca,
-        "-CAkey",
-        ca_key,
-        "-CAcreateserial",
-        "-out",
-        cert,
-        "-days",
-        "2",
-        "-sha256",
-        "-extfile",
-        config,
-    )
-    return cert, key
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    directory = tmp_path_factory.mktemp("pki")
-    ca, ca_key = directory / "ca.pem", directory / "ca.key"
-    openssl(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        ca_key,
-        "-out",
-        ca,
-        "-days",
-        "2",
-        "-subj",
-        "/CN=msmq-gateway test CA",
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-        "-addext",
-        "keyUsage=critical,keyCertSign,cRLSign",
-    )
-    server_cert, server_key = signed(
-        directory,
-        "server",
-        "/CN=localhost",
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
-        ca,
-        ca_key,
-    )
-    client_cert, client_key = signed(
-        directory, "client", "/CN=winbox.example.net", "extendedKeyUsage=clientAuth\n", ca, ca_key
-    )
-    return Pki(ca, server_cert, server_key, client_cert, client_key)
-
-
-class TlsGateway(GatewayProcess):
-    """A `serve` process speaking HTTPS only."""
-
-    def __init__(self, database_url: str, settings: dict[str, str], log: Path, ca: Path) -> None:
-        super().__init__(database_url, settings, log)
-        self.base_url = f"https://localhost:{self.port}"
-        self.ca = ca
-
-    def client(self, cert: tuple[str, str] | None = None) -> httpx.Client:
-        context = ssl.create_default_context(cafile=str(self.ca))
-        if cert is not None:
-            context.load_cert_chain(*cert)
-        return httpx.Client(base_url=self.base_url, verify=context, timeout=TIMEOUT_S, trust_env=False)
-
-    def wait_ready(self) -> None:
-        with self.client() as probe:
-            deadline = time.monotonic() + READY_WITHIN_S
-            while time.monotonic() < deadline and self.process.poll() is None:
-                try:
-                    if probe.get("/healthz").status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                time.sleep(READY_INTERVAL_S)
-        raise AssertionError(f"the server did not become ready:\n{self.log_text()}")
+    ca = Ca.make(tmp_path_factory.mktemp("pki"), "ca", "/CN=msmq-gateway test CA")
+    server_cert, server_key = ca.issue("server", "/CN=localhost", SERVER_EXTENSIONS)
+    client_cert, client_key = ca.issue("client", "/CN=winbox.example.net")
+    return Pki(ca.cert, server_cert, server_key, client_cert, client_key)
 
 
 def tls_settings(pki: Pki, **more: str) -> dict[str, str]:

@@ -35,9 +35,10 @@ SEQUENCES = {
     "trigger_invocations_id_seq",
     "grants_id_seq",
     "audit_log_id_seq",
+    "client_certificates_id_seq",
 }
 """PostgreSQL only: the lookup-ID counter, and the serial primary keys (queues, trigger invocations,
-grants, the audit log)."""
+grants, the audit log, client certificate mappings)."""
 
 
 @dataclass(frozen=True)
