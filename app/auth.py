@@ -147,11 +147,15 @@ def queue_path(manager: QueueManager, right: QueueRight, text: str) -> QueuePath
 
 
 async def give_ownership(request: Request, queue_path: str) -> None:
-    """The creator of a queue owns it (MQSEC_QUEUE_GENERIC_ALL on its path). Anonymous callers
-    own nothing: a grant to `anonymous` would reach every caller without a key."""
+    """The creator of a queue owns it (qm.queue_security), with MQSEC_QUEUE_GENERIC_ALL on exactly
+    its path. Anonymous callers own nothing: a grant to `anonymous` would reach every caller
+    without a key."""
     who = caller(request)
     if who.authenticated:
-        await security_of(request).access.give([owner_grant(who.principal, parse_queue_path(queue_path))])
+        path = parse_queue_path(queue_path)
+        access = security_of(request).access
+        await access.give([owner_grant(who.principal, path)])
+        await access.set_owner(path, who.principal)
 
 
 async def queue_deleted(request: Request, queue_path: str) -> None:
