@@ -196,6 +196,12 @@ async def _queue_delete(manager: QueueManager, _reader: QueueReader, arguments: 
     return {"deleted": arguments.path, "messages_dropped": await manager.delete_queue(arguments.path)}
 
 
+def _queue_delete_with_grants(settings: Settings, arguments: argparse.Namespace) -> int:
+    status = _on_store(_queue_delete)(settings, arguments)  # an MqError ends the command here
+    asyncio.run(cli_access.queue_deleted(settings, arguments.path))
+    return status
+
+
 async def _queue_unreachable(
     manager: QueueManager, _reader: QueueReader, arguments: argparse.Namespace
 ) -> Any:
@@ -280,14 +286,14 @@ def _queue_commands(actions: Any) -> None:
     )
     unreachable.add_argument("--delete", type=int, metavar="ID", help="delete this one, with its messages")
     unreachable.set_defaults(handler=_on_store(_queue_unreachable))
-    for name, command, text in (
-        ("show", _queue_show, "show a queue"),
-        ("delete", _queue_delete, "delete a queue and its messages"),
-        ("purge", _queue_purge, "remove every available message"),
+    for name, handler, text in (
+        ("show", _on_store(_queue_show), "show a queue"),
+        ("delete", _queue_delete_with_grants, "delete a queue, its messages and its own grants"),
+        ("purge", _on_store(_queue_purge), "remove every available message"),
     ):
         action = actions.add_parser(name, help=text)
         action.add_argument("path")
-        action.set_defaults(handler=_on_store(command))
+        action.set_defaults(handler=handler)
     cli_access.add_queue_commands(actions)
 
 

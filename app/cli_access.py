@@ -69,6 +69,17 @@ async def _with_queue(settings: Settings, arguments: argparse.Namespace, command
         await store.close()
 
 
+async def queue_deleted(settings: Settings, text: str) -> None:
+    """After `queue delete`: the queue's own grants go with it, as they do over REST and SOAP
+    (its owner goes with its row), so a queue created later under its name inherits nothing."""
+    store = SqlStore(make_engine(settings.database_url, driver_sql=settings.driver_sql))
+    try:
+        access = AccessControl(store.access, SystemClock(), settings.auth_cache_ttl_s)
+        await access.queue_deleted(parse_queue_path(text).url_path)
+    finally:
+        await store.close()
+
+
 async def _queue_permissions(access: AccessControl, queue: Queue, _arguments: argparse.Namespace) -> Any:
     owner = await access.owner_of(queue.path.url_path)
     security = queue_security(queue.path, owner, await access.store.list_grants(None))
