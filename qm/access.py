@@ -189,6 +189,11 @@ class AccessControl:
 
     async def set_owner(self, path: QueuePath, principal: str) -> bool:
         """The principal owns the queue from now on (False: no such queue)."""
+        if principal in BUILT_IN:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+                f"{principal!r} cannot own a queue: its rights reach every caller it stands for",
+            )
         check_principal_name(principal)
         await self.store.ensure_principal(principal, "", self.clock.now())
         try:

@@ -320,3 +320,28 @@ async def test_the_callers_rights_on_its_queue_include_what_it_holds_as_owner(ap
     async with _client(app, keys["bob"]) as bob:
         rights = (await bob.get("/api/me/rights", params={"queue": "private$/mine"})).json()
     assert rights["rights"] == ["DELETE_MESSAGE", "PEEK_MESSAGE"]
+
+
+async def test_a_key_of_a_built_in_principal_owns_nothing(app: FastAPI) -> None:
+    """A key may be made for `anonymous`; what it creates must not become every keyless caller's."""
+    async with _client(app) as admin:
+        key = await _key(
+            admin, "anonymous", (None, ["CREATE_QUEUE"]), ("private$/shared", ["TAKE_OWNERSHIP"])
+        )
+        assert (await admin.post("/api/queues", json={"path": "private$/shared"})).status_code == 201
+    transport = httpx.ASGITransport(app=app, client=("10.1.2.3", 50000))
+    async with (
+        _client(app, key) as holder,
+        httpx.AsyncClient(transport=transport, base_url="http://localhost") as keyless,
+    ):
+        assert (await holder.post("/api/queues", json={"path": "private$/made"})).status_code == 201
+        assert (
+            await keyless.post("/api/queues/private$/made/messages", json={"body": "x"})
+        ).status_code == 403
+        refused = await holder.post("/api/queues/private$/shared/owner")
+        assert refused.status_code == 400 and refused.json()["mq_error"] == "MQ_ERROR_INVALID_PARAMETER"
+        for queue in ("private$/made", "private$/shared"):
+            assert (await keyless.get(f"/api/queues/{queue}/permissions")).status_code == 403
+    async with _client(app) as admin:
+        for queue in ("private$/made", "private$/shared"):
+            assert (await admin.get(f"/api/queues/{queue}/permissions")).json()["owner"] is None
