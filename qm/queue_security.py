@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from qm.errors import MqError, MqErrorCode
 from qm.paths import QueuePath
-from qm.rights import Grant, QueueRight, Requirement, fold
+from qm.rights import Grant, QueueRight, Requirement, names_exactly
 
 OWNER_IMPLICIT = int(QueueRight.GET_PERMISSIONS | QueueRight.CHANGE_PERMISSIONS)
 """What the owner of a queue holds on it without a grant (Windows: READ_CONTROL | WRITE_DAC)."""
@@ -44,11 +44,7 @@ class QueueSecurity:
 
 def is_own(grant: Grant, path: QueuePath) -> bool:
     """A grant on exactly this queue: exact, or a path without `*` that names it."""
-    return (
-        grant.queue is not None
-        and (grant.exact or "*" not in grant.queue)
-        and fold(grant.queue) == fold(path.url_path)
-    )
+    return grant.queue is not None and names_exactly(grant.queue, grant.exact, path.url_path)
 
 
 def queue_security(path: QueuePath, owner: str | None, grants: Iterable[Grant]) -> QueueSecurity:

@@ -112,7 +112,7 @@ class Grant:
         if self.queue is None:
             return False
         if self.exact:
-            return fold(self.queue) == fold(path)
+            return names_exactly(self.queue, True, path)
         return matches(self.queue, path)
 
 
@@ -179,6 +179,12 @@ def fold(path: str) -> str:
 
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def names_exactly(scope: str, exact: bool, path: str) -> bool:
+    """Whether a grant on `scope` is on exactly the queue at `path` (one of its own grants):
+    an exact grant, or a scope without `*`, that names it as paths compare."""
+    return (exact or "*" not in scope) and fold(scope) == fold(path)
 
 
 def matches(pattern: str, path: str) -> bool:

@@ -6,9 +6,10 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.access import ApiKeyRecord, AuditEntry, Principal
-from qm.rights import Grant, fold
+from qm.rights import Grant, names_exactly
 from storage import rows
 from storage.database import Database
 from storage.tables import api_keys, audit_log, grants, principals, queue_owners, queues
@@ -111,23 +112,10 @@ class SqlAccess:
         """One row per principal and scope: the old rows are read, merged and replaced in one
         transaction (rows two processes added at once merge the next time). The scope of a path
         without `*`, or of an exact grant, is that one queue, its rows found as paths compare
-        (qm.rights.fold); a pattern's scope is the pattern as written."""
+        (qm.rights.names_exactly); a pattern's scope is the pattern as written."""
         own = queue is not None and (exact or "*" not in queue)
         async with self._db.transaction() as connection:
-            if own:
-                assert queue is not None
-                found = await connection.execute(
-                    sa.select(g.id, g.queue, g.rights, g.exact).where(
-                        g.principal == principal, g.queue.is_not(None)
-                    )
-                )
-                old = [(row.id, row.rights) for row in found if _own_grant(row, queue)]
-            else:
-                scope = g.queue.is_(None) if queue is None else sa.and_(g.queue == queue, g.exact.is_(False))
-                found = await connection.execute(
-                    sa.select(g.id, g.rights).where(g.principal == principal, scope)
-                )
-                old = [(row.id, row.rights) for row in found]
+            old = await _scope_rows(connection, principal, queue, own)
             rights = 0
             for _id, value in old:
                 rights |= value
@@ -147,7 +135,7 @@ class SqlAccess:
         """Compared in Python (qm.rights.fold): SQL's lower() folds more than ASCII on PostgreSQL."""
         async with self._db.transaction() as connection:
             found = await connection.execute(sa.select(g.id, g.queue, g.exact).where(g.queue.is_not(None)))
-            ids = [row.id for row in found if _own_grant(row, queue)]
+            ids = [row.id for row in found if names_exactly(row.queue, row.exact, queue)]
             if ids:
                 await connection.execute(sa.delete(grants).where(g.id.in_(ids)))
         return len(ids)
@@ -201,9 +189,20 @@ def _grant(row: Any) -> Grant:
     return Grant(row.principal, row.queue, row.rights, bool(row.exact))
 
 
-def _own_grant(row: Any, queue: str) -> bool:
-    """A grant on exactly this queue: exact, or a path without `*` that names it."""
-    return (bool(row.exact) or "*" not in row.queue) and fold(row.queue) == fold(queue)
+async def _scope_rows(
+    connection: AsyncConnection, principal: str, queue: str | None, own: bool
+) -> list[tuple[int, int]]:
+    """(id, rights) of the principal's grants on the scope: the queue manager (None), one
+    queue's own grants (`own`: compared in Python, as SQL's lower() folds more than ASCII on
+    PostgreSQL), or a pattern as written."""
+    if queue is None or not own:
+        scope = g.queue.is_(None) if queue is None else sa.and_(g.queue == queue, g.exact.is_(False))
+        found = await connection.execute(sa.select(g.id, g.rights).where(g.principal == principal, scope))
+        return [(row.id, row.rights) for row in found]
+    found = await connection.execute(
+        sa.select(g.id, g.queue, g.rights, g.exact).where(g.principal == principal, g.queue.is_not(None))
+    )
+    return [(row.id, row.rights) for row in found if names_exactly(row.queue, row.exact, queue)]
 
 
 def _principal(row: Any) -> Principal:

@@ -36,6 +36,10 @@ NO_SECURITY = a.Problem(
 ANONYMOUS_OWNER = a.Problem(
     E.MQ_ERROR_ACCESS_DENIED, "a caller without credentials cannot own a queue (send an API key)"
 )
+BUILT_IN_OWNER = a.Problem(
+    E.MQ_ERROR_INVALID_PARAMETER,
+    "'anonymous' cannot own a queue: its rights reach every caller it stands for",
+)
 PERMISSIONS_EXAMPLE = {
     "queue": "private$/orders",
     "owner": "orders-admin",
@@ -189,7 +193,11 @@ async def _still_there(path: str, gateway: Gateway, request: Request) -> None:
     "queue's GET_PERMISSIONS and CHANGE_PERMISSIONS; the grants stay as they are. A caller without "
     "credentials cannot own a queue.",
     responses=a.answers(
-        a.ok({"queue": "private$/orders", "owner": "ops"}), ANONYMOUS_OWNER, a.QUEUE_PATH, NO_SECURITY
+        a.ok({"queue": "private$/orders", "owner": "ops"}),
+        ANONYMOUS_OWNER,
+        BUILT_IN_OWNER,
+        a.QUEUE_PATH,
+        NO_SECURITY,
     ),
 )
 async def take_ownership(path: QueuePathParameter, gateway: GatewayDep, request: Request) -> QueueOwnerOut:
