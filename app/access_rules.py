@@ -98,6 +98,11 @@ RULES: dict[tuple[str, str], Rule] = {
     ("PATCH", QUEUE): _queue(Q.SET_PROPERTIES, audited=True),
     ("DELETE", QUEUE): _queue(Q.DELETE, audited=True),
     ("POST", QUEUE + "/purge"): _queue(Q.DELETE_MESSAGE, audited=True),  # MQPurgeQueue: receive access
+    # A queue's own security (MQGetQueueSecurity, MQSetQueueSecurity, its owner): its owner holds
+    # GET_PERMISSIONS and CHANGE_PERMISSIONS without a grant (qm.queue_security).
+    ("GET", QUEUE + "/permissions"): _queue(Q.GET_PERMISSIONS),
+    ("POST", QUEUE + "/permissions"): _queue(Q.CHANGE_PERMISSIONS, audited=True),
+    ("POST", QUEUE + "/owner"): _queue(Q.TAKE_OWNERSHIP, audited=True),
     # Handles whose secret ID only their holder was given: transactions and two-phase locks.
     ("POST", "/api/transactions"): _qm(M.TRANSACT),
     ("GET", "/api/transactions/{transaction_id}"): _qm(M.TRANSACT),

@@ -23,7 +23,7 @@ from app.client_certs import CertificateMapper, client_certificate
 from app.errors import problem
 from app.keys import REALM, KeyVerifier, Unauthenticated
 from app.settings import Settings
-from qm.access import ANONYMOUS, ANONYMOUS_SRMP, AccessControl, AuditEntry
+from qm.access import ANONYMOUS, ANONYMOUS_SRMP, BUILT_IN, AccessControl, AuditEntry
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
 from qm.paths import QueuePath, parse_queue_path
@@ -187,11 +187,15 @@ def note_for_audit(request: Request, **named: object) -> None:
 
 
 async def give_ownership(request: Request, queue_path: str) -> None:
-    """The creator of a queue owns it (MQSEC_QUEUE_GENERIC_ALL on its path). Anonymous callers
-    own nothing: a grant to `anonymous` would reach every caller without a key."""
+    """The creator of a queue owns it (qm.queue_security), with MQSEC_QUEUE_GENERIC_ALL on exactly
+    its path. Anonymous callers own nothing: a grant to `anonymous` would reach every caller
+    without a key, even one whose key names that principal (so neither built-in one owns)."""
     who = caller(request)
-    if who.authenticated:
-        await security_of(request).access.give([owner_grant(who.principal, parse_queue_path(queue_path))])
+    if who.authenticated and who.principal not in BUILT_IN:
+        path = parse_queue_path(queue_path)
+        access = security_of(request).access
+        await access.give([owner_grant(who.principal, path)])
+        await access.set_owner(path, who.principal)
 
 
 async def queue_deleted(request: Request, queue_path: str) -> None:

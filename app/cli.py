@@ -313,6 +313,7 @@ def _queue_commands(actions: Any) -> None:
         action = actions.add_parser(name, help=text)
         action.add_argument("path")
         action.set_defaults(handler=_on_store(command), audited=None if name == "show" else f"queue {name}")
+    cli_access.add_queue_commands(actions)
 
 
 def _message_commands(commands: Any) -> None:

@@ -1,7 +1,7 @@
-"""`msmq-gateway keys create|list|revoke`, `certs add|list|delete`, `grant` and `grants`:
-principals, API keys, client certificates and rights, on the store directly (whoever can run
-this can read the database anyway). Each change is recorded in the audit log as principal
-`cli`, client `local`."""
+"""`msmq-gateway keys create|list|revoke`, `certs add|list|delete`, `grant`, `grants` and
+`queue permissions|owner`: principals, API keys, client certificates, rights and queue owners,
+on the store directly (whoever can run this can read the database anyway). Each change is
+recorded in the audit log as principal `cli`, client `local`."""
 
 from __future__ import annotations
 
@@ -22,12 +22,16 @@ from qm.access import (
 )
 from qm.clock import SystemClock
 from qm.errors import MqError, MqErrorCode
+from qm.model import Queue
+from qm.paths import parse_queue_path
+from qm.queue_security import OWNER_IMPLICIT, queue_security, securable
 from qm.rights import ADMINISTRATOR_GRANTS, QUEUE_MANAGER, Grant, parse_rights, rights_names
 from storage.engine import make_engine
 from storage.migrate import upgrade
 from storage.store import SqlStore
 
 AccessCommand = Callable[[AccessControl, argparse.Namespace], Awaitable[Any]]
+QueueCommand = Callable[[AccessControl, Queue, argparse.Namespace], Awaitable[Any]]
 
 
 def _on_access(command: AccessCommand) -> Callable[[Settings, argparse.Namespace], int]:
@@ -45,6 +49,80 @@ async def _with_access(settings: Settings, arguments: argparse.Namespace, comman
         return await command(AccessControl(store.access, SystemClock(), settings.auth_cache_ttl_s), arguments)
     finally:
         await store.close()
+
+
+def _on_queue(command: QueueCommand) -> Callable[[Settings, argparse.Namespace], int]:
+    """A command on one public or private queue's security, the queue found as REST finds it."""
+
+    def run(settings: Settings, arguments: argparse.Namespace) -> int:
+        upgrade(settings.database_url)
+        print(json.dumps(asyncio.run(_with_queue(settings, arguments, command)), indent=2, default=str))
+        return 0
+
+    return run
+
+
+async def _with_queue(settings: Settings, arguments: argparse.Namespace, command: QueueCommand) -> Any:
+    path = securable(parse_queue_path(arguments.path))
+    store = SqlStore(make_engine(settings.database_url, driver_sql=settings.driver_sql))
+    try:
+        queue = await store.queues.find_queue(path)
+        if queue is None:
+            raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, f"no queue {path.url_path}")
+        access = AccessControl(store.access, SystemClock(), settings.auth_cache_ttl_s)
+        return await command(access, queue, arguments)
+    finally:
+        await store.close()
+
+
+async def queue_deleted(settings: Settings, text: str) -> None:
+    """After `queue delete`: the queue's own grants go with it, as they do over REST and SOAP
+    (its owner goes with its row), so a queue created later under its name inherits nothing."""
+    store = SqlStore(make_engine(settings.database_url, driver_sql=settings.driver_sql))
+    try:
+        access = AccessControl(store.access, SystemClock(), settings.auth_cache_ttl_s)
+        await access.queue_deleted(parse_queue_path(text).url_path)
+    finally:
+        await store.close()
+
+
+async def _queue_permissions(access: AccessControl, queue: Queue, _arguments: argparse.Namespace) -> Any:
+    owner = await access.owner_of(queue.path.url_path)
+    security = queue_security(queue.path, owner, await access.store.list_grants(None))
+    return {
+        "queue": queue.path.url_path,
+        "owner": security.owner,
+        "owner_rights": rights_names(OWNER_IMPLICIT, queue.path.url_path),
+        "grants": [
+            {
+                "principal": entry.principal,
+                "queue": entry.queue,
+                "own": entry.own,
+                "rights": rights_names(entry.rights, entry.queue),
+            }
+            for entry in security.entries
+        ],
+    }
+
+
+async def _queue_owner(access: AccessControl, queue: Queue, arguments: argparse.Namespace) -> Any:
+    """The machine is trusted: the CLI sets any principal as owner (Windows: SeRestorePrivilege)."""
+    if not await access.set_owner(queue.path, arguments.principal):
+        raise MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, f"no queue {queue.path.url_path}")
+    target = f"path={queue.path.url_path} principal={arguments.principal}"
+    await _audit(access, "cli queue owner", target)
+    return {"queue": queue.path.url_path, "owner": arguments.principal}
+
+
+def add_queue_commands(actions: Any) -> None:
+    """`queue permissions PATH`, `queue owner PATH --principal NAME`."""
+    shown = actions.add_parser("permissions", help="a queue's owner and the grants that reach it")
+    shown.add_argument("path")
+    shown.set_defaults(handler=_on_queue(_queue_permissions))
+    owner = actions.add_parser("owner", help="make a principal the owner of a queue")
+    owner.add_argument("path")
+    owner.add_argument("--principal", required=True, help="the new owner (created if new)")
+    owner.set_defaults(handler=_on_queue(_queue_owner))
 
 
 async def _audit(access: AccessControl, action: str, target: str) -> None:
@@ -122,7 +200,7 @@ async def _grant(access: AccessControl, arguments: argparse.Namespace) -> Any:
     scope = arguments.queue or QUEUE_MANAGER
     rights = parse_rights(arguments.rights, scope)
     add, remove = (0, rights) if arguments.revoke else (rights, 0)
-    changed = await access.change_grant(arguments.principal, scope, add, remove)
+    changed = await access.change_grant(arguments.principal, scope, add, remove, arguments.exact)
     verb = "revoke" if arguments.revoke else "grant"
     await _audit(
         access, f"cli {verb}", f"principal={arguments.principal} queue={scope} rights={arguments.rights}"
@@ -171,6 +249,9 @@ def add_commands(commands: Any) -> None:
     )
     grant.add_argument(
         "--queue", help="queue path or pattern (`*` = any characters); none: the queue manager"
+    )
+    grant.add_argument(
+        "--exact", action="store_true", help="exactly the queue named --queue: its `*` are part of the name"
     )
     grant.add_argument("--revoke", action="store_true")
     grant.set_defaults(handler=_on_access(_grant))

@@ -15,7 +15,9 @@ from typing import Protocol
 
 from qm.clock import Clock
 from qm.errors import MqError, MqErrorCode
-from qm.rights import Grant, Requirement, require
+from qm.paths import QueuePath, parse_queue_path
+from qm.queue_security import owner_may
+from qm.rights import Grant, Requirement, allows, require
 
 ANONYMOUS = "anonymous"
 """Who sends no credentials to the REST and SOAP APIs."""
@@ -107,8 +109,20 @@ class AccessRepository(Protocol):
 
     async def list_grants(self, principal: str | None) -> list[Grant]: ...
 
-    async def change_grant(self, principal: str, queue: str | None, add: int, remove: int) -> Grant | None:
-        """The principal's rights on that scope become (old | add) & ~remove; None: none left."""
+    async def change_grant(
+        self, principal: str, queue: str | None, add: int, remove: int, exact: bool = False
+    ) -> Grant | None:
+        """The principal's rights on that scope become (old | add) & ~remove; None: none left.
+        A queue path without `*`, or `exact`, is the scope of that one queue: every grant on
+        exactly its path (ASCII case folded) is merged into one."""
+        ...
+
+    async def queue_owner(self, path_key: str) -> str | None:
+        """The owner of the queue whose QueuePath.key this is; None: no owner, or no queue."""
+        ...
+
+    async def set_queue_owner(self, path_key: str, principal: str) -> bool:
+        """False when there is no such queue."""
         ...
 
     async def delete_queue_grants(self, queue: str) -> int:
@@ -206,21 +220,52 @@ class AccessControl:
         return self._monotonic()
 
     async def check(self, principal: str, requirement: Requirement) -> None:
-        """MQ_ERROR_ACCESS_DENIED unless the principal's grants allow it."""
-        require(principal, await self.grants_of(principal), requirement)
+        """MQ_ERROR_ACCESS_DENIED unless the principal's grants allow it, or it owns the queue
+        and the requirement is within an owner's implicit rights (qm.queue_security)."""
+        grants = await self.grants_of(principal)
+        if allows(grants, requirement):
+            return
+        if owner_may(requirement) and await self.owner_of(requirement.queue) == principal:
+            return
+        require(principal, grants, requirement)
 
-    async def change_grant(self, principal: str, queue: str | None, add: int, remove: int) -> Grant | None:
+    async def owner_of(self, queue: str | None) -> str | None:
+        if queue is None:
+            return None
+        try:
+            path = parse_queue_path(queue)
+        except MqError:
+            return None
+        return await self.store.queue_owner(path.key)
+
+    async def set_owner(self, path: QueuePath, principal: str) -> bool:
+        """The principal owns the queue from now on (False: no such queue)."""
+        if principal in BUILT_IN:
+            raise MqError(
+                MqErrorCode.MQ_ERROR_INVALID_PARAMETER,
+                f"{principal!r} cannot own a queue: its rights reach every caller it stands for",
+            )
         check_principal_name(principal)
         await self.store.ensure_principal(principal, "", self.clock.now())
         try:
-            return await self.store.change_grant(principal, queue, add, remove)
+            return await self.store.set_queue_owner(path.key, principal)
+        finally:
+            self.forget()
+
+    async def change_grant(
+        self, principal: str, queue: str | None, add: int, remove: int, exact: bool = False
+    ) -> Grant | None:
+        check_principal_name(principal)
+        await self.store.ensure_principal(principal, "", self.clock.now())
+        try:
+            return await self.store.change_grant(principal, queue, add, remove, exact)
         finally:
             self.forget()
 
     async def give(self, grants: Sequence[Grant]) -> None:
         """Add these grants (a queue's owner, an administrator)."""
         for grant in grants:
-            await self.change_grant(grant.principal, grant.queue, grant.rights, 0)
+            await self.change_grant(grant.principal, grant.queue, grant.rights, 0, grant.exact)
 
     async def queue_deleted(self, queue: str) -> None:
         """A deleted queue's own grants go with it, as its ACL does in MSMQ: a queue created

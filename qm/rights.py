@@ -5,9 +5,10 @@ Queue rights are [MS-MQMQ] 2.2.24 MQQUEUEACCESSMASK, bit for bit; queue-manager 
 the dead-letter and computer journal queues) and the gateway's own above bit 24 where MSMQ has
 none (triggers, outgoing queues, metrics, the audit log, transactions and two-phase locks).
 
-A grant gives a principal rights on one scope: the queue manager, or the queues whose path
-matches a pattern (an exact path, or `*` standing for any run of characters). A queue's
-creator is given MQSEC_QUEUE_GENERIC_ALL on its exact path, which is what owning it means here.
+A grant gives a principal rights on one scope: the queue manager, the queues whose path
+matches a pattern (`*` standing for any run of characters), or exactly one queue's path (an
+exact grant, whose `*` is a character of the name: queue names may hold one). A queue's
+creator is given MQSEC_QUEUE_GENERIC_ALL on its exact path (and is its owner: qm.queue_security).
 Everything else is refused: there is no deny entry, as in RabbitMQ and unlike a Windows DACL.
 """
 
@@ -103,6 +104,16 @@ class Grant:
     queue: str | None
     """A queue path pattern (`private$/orders`, `private$/app-*`, `*`), or QUEUE_MANAGER."""
     rights: int
+    exact: bool = False
+    """On exactly the queue named `queue` (its `*` is no wildcard): a queue's own grant."""
+
+    def covers(self, path: str) -> bool:
+        """Whether this queue grant reaches the queue at `path` (a URL path)."""
+        if self.queue is None:
+            return False
+        if self.exact:
+            return names_exactly(self.queue, True, path)
+        return matches(self.queue, path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +181,12 @@ def fold(path: str) -> str:
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
+def names_exactly(scope: str, exact: bool, path: str) -> bool:
+    """Whether a grant on `scope` is on exactly the queue at `path` (one of its own grants):
+    an exact grant, or a scope without `*`, that names it as paths compare."""
+    return (exact or "*" not in scope) and fold(scope) == fold(path)
+
+
 def matches(pattern: str, path: str) -> bool:
     """`*` stands for any run of characters (`/` included); every other character is itself.
     Linear in the lengths: no regular expression is built from a stored pattern."""
@@ -196,7 +213,7 @@ def granted(grants: Iterable[Grant], requirement: Requirement) -> int:
         if requirement.queue is None:
             if grant.queue is None:
                 rights |= grant.rights
-        elif grant.queue is not None and matches(grant.queue, requirement.queue):
+        elif grant.covers(requirement.queue):
             rights |= grant.rights
     return rights
 
@@ -216,8 +233,9 @@ def require(principal: str, grants: Iterable[Grant], requirement: Requirement) -
 
 
 def owner_grant(principal: str, path: QueuePath) -> Grant:
-    """What creating a queue gives its creator: everything on that queue."""
-    return Grant(principal, path.url_path, int(QueueRight.GENERIC_ALL))
+    """What creating a queue gives its creator: everything on exactly that queue (a queue named
+    `private$/*` is one queue, not every private queue)."""
+    return Grant(principal, path.url_path, int(QueueRight.GENERIC_ALL), exact=True)
 
 
 ADMINISTRATOR_GRANTS = (
@@ -248,16 +266,21 @@ def parse_rights(text: str, scope: str | None) -> int:
 _Flag = TypeVar("_Flag", QueueRight, QueueManagerRight)
 
 
-def rights_held(grants: Iterable[Grant], path: QueuePath | None) -> list[str]:
+def rights_held(grants: Iterable[Grant], path: QueuePath | None, implicit: int = 0) -> list[str]:
     """The single rights the grants give on a queue (None: on the queue manager), by name: for
-    each, whether an operation needing it there would be allowed, as `allows` decides."""
+    each, whether an operation needing it there would be allowed, as `allows` decides.
+    `implicit`: queue rights held without a grant (an owner's, qm.queue_security)."""
     if path is None:
         return [
             right.name or ""
             for right in _single(QueueManagerRight)
             if allows(grants, on_queue_manager(right))
         ]
-    return [right.name or "" for right in _single(QueueRight) if allows(grants, on_queue(right, path))]
+    return [
+        right.name or ""
+        for right in _single(QueueRight)
+        if (right & implicit) == right or allows(grants, on_queue(right, path))
+    ]
 
 
 def every_right(path: QueuePath | None) -> list[str]:

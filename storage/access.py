@@ -8,19 +8,21 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from qm.access import ApiKeyRecord, AuditEntry, CertificateMapping, Principal
 from qm.errors import MqError, MqErrorCode
-from qm.rights import Grant, fold
+from qm.rights import Grant, names_exactly
 from storage import rows
 from storage.database import Database
-from storage.tables import api_keys, audit_log, client_certificates, grants, principals
+from storage.tables import api_keys, audit_log, client_certificates, grants, principals, queue_owners, queues
 
 p = principals.c
 k = api_keys.c
 g = grants.c
 a = audit_log.c
 c = client_certificates.c
+o = queue_owners.c
 
 
 class SqlAccess:
@@ -60,6 +62,7 @@ class SqlAccess:
             await connection.execute(sa.delete(api_keys).where(k.principal == name))
             await connection.execute(sa.delete(client_certificates).where(c.principal == name))
             await connection.execute(sa.delete(grants).where(g.principal == name))
+            await connection.execute(sa.delete(queue_owners).where(o.principal == name))
             deleted = await connection.execute(sa.delete(principals).where(p.name == name))
         return bool(deleted.rowcount)
 
@@ -143,39 +146,73 @@ class SqlAccess:
         return await self.list_grants(principal)
 
     async def list_grants(self, principal: str | None) -> list[Grant]:
-        query = sa.select(g.principal, g.queue, g.rights).order_by(g.principal, g.id)
+        query = sa.select(g.principal, g.queue, g.rights, g.exact).order_by(g.principal, g.id)
         if principal is not None:
             query = query.where(g.principal == principal)
         async with self._db.reading() as connection:
-            return [Grant(row.principal, row.queue, row.rights) for row in await connection.execute(query)]
+            return [_grant(row) for row in await connection.execute(query)]
 
-    async def change_grant(self, principal: str, queue: str | None, add: int, remove: int) -> Grant | None:
+    async def change_grant(
+        self, principal: str, queue: str | None, add: int, remove: int, exact: bool = False
+    ) -> Grant | None:
         """One row per principal and scope: the old rows are read, merged and replaced in one
-        transaction (rows two processes added at once merge the next time)."""
-        scope = g.queue.is_(None) if queue is None else g.queue == queue
+        transaction (rows two processes added at once merge the next time). The scope of a path
+        without `*`, or of an exact grant, is that one queue, its rows found as paths compare
+        (qm.rights.names_exactly); a pattern's scope is the pattern as written."""
+        own = queue is not None and (exact or "*" not in queue)
         async with self._db.transaction() as connection:
-            old = await connection.execute(sa.select(g.rights).where(g.principal == principal, scope))
+            old = await _scope_rows(connection, principal, queue, own)
             rights = 0
-            for (value,) in old:
+            for _id, value in old:
                 rights |= value
             rights = (rights | add) & ~remove
-            await connection.execute(sa.delete(grants).where(g.principal == principal, scope))
+            if old:
+                await connection.execute(sa.delete(grants).where(g.id.in_([row_id for row_id, _ in old])))
             if not rights:
                 return None
+            # `exact` only where it changes what the path means: a `*` in a queue's name.
+            marked = own and queue is not None and "*" in queue
             await connection.execute(
-                sa.insert(grants).values(principal=principal, queue=queue, rights=rights)
+                sa.insert(grants).values(principal=principal, queue=queue, rights=rights, exact=marked)
             )
-        return Grant(principal, queue, rights)
+        return Grant(principal, queue, rights, marked)
 
     async def delete_queue_grants(self, queue: str) -> int:
         """Compared in Python (qm.rights.fold): SQL's lower() folds more than ASCII on PostgreSQL."""
-        exact = fold(queue)
         async with self._db.transaction() as connection:
-            found = await connection.execute(sa.select(g.id, g.queue).where(g.queue.is_not(None)))
-            ids = [row.id for row in found if "*" not in row.queue and fold(row.queue) == exact]
+            found = await connection.execute(sa.select(g.id, g.queue, g.exact).where(g.queue.is_not(None)))
+            ids = [row.id for row in found if names_exactly(row.queue, row.exact, queue)]
             if ids:
                 await connection.execute(sa.delete(grants).where(g.id.in_(ids)))
         return len(ids)
+
+    async def queue_owner(self, path_key: str) -> str | None:
+        query = (
+            sa.select(o.principal)
+            .join(queues, queues.c.id == o.queue_id)
+            .where(queues.c.path_key == path_key)
+        )
+        async with self._db.reading() as connection:
+            owner: str | None = (await connection.execute(query)).scalar()
+        return owner
+
+    async def set_queue_owner(self, path_key: str, principal: str) -> bool:
+        """False when there is no such queue. The principal must exist (ensure_principal)."""
+        try:
+            return await self._set_queue_owner(path_key, principal)
+        except sa.exc.IntegrityError:  # owned or deleted concurrently: decide again from what is now
+            return await self._set_queue_owner(path_key, principal)
+
+    async def _set_queue_owner(self, path_key: str, principal: str) -> bool:
+        async with self._db.transaction() as connection:
+            queue_id = (
+                await connection.execute(sa.select(queues.c.id).where(queues.c.path_key == path_key))
+            ).scalar()
+            if queue_id is None:
+                return False
+            await connection.execute(sa.delete(queue_owners).where(o.queue_id == queue_id))
+            await connection.execute(sa.insert(queue_owners).values(queue_id=queue_id, principal=principal))
+        return True
 
     async def record_audit(self, entry: AuditEntry) -> None:
         async with self._db.transaction() as connection:
@@ -192,6 +229,26 @@ class SqlAccess:
         async with self._db.transaction() as connection:
             pruned = await connection.execute(sa.delete(audit_log).where(a.at < rows.to_us(older_than)))
         return int(pruned.rowcount)
+
+
+def _grant(row: Any) -> Grant:
+    return Grant(row.principal, row.queue, row.rights, bool(row.exact))
+
+
+async def _scope_rows(
+    connection: AsyncConnection, principal: str, queue: str | None, own: bool
+) -> list[tuple[int, int]]:
+    """(id, rights) of the principal's grants on the scope: the queue manager (None), one
+    queue's own grants (`own`: compared in Python, as SQL's lower() folds more than ASCII on
+    PostgreSQL), or a pattern as written."""
+    if queue is None or not own:
+        scope = g.queue.is_(None) if queue is None else sa.and_(g.queue == queue, g.exact.is_(False))
+        found = await connection.execute(sa.select(g.id, g.rights).where(g.principal == principal, scope))
+        return [(row.id, row.rights) for row in found]
+    found = await connection.execute(
+        sa.select(g.id, g.queue, g.rights, g.exact).where(g.principal == principal, g.queue.is_not(None))
+    )
+    return [(row.id, row.rights) for row in found if names_exactly(row.queue, row.exact, queue)]
 
 
 def _principal(row: Any) -> Principal:

@@ -412,9 +412,29 @@ grants = sa.Table(
     ),
     sa.Column("queue", sa.String(400), nullable=True),
     sa.Column("rights", sa.BigInteger, nullable=False),
+    sa.Column("exact", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Index("ix_grants_principal", "principal"),
 )
-"""Rights (qm.rights) of a principal on the queue manager (queue NULL) or a queue path pattern."""
+"""Rights (qm.rights) of a principal on the queue manager (queue NULL) or a queue path pattern;
+`exact`: on exactly that queue's path, its `*` a character of the name (migration 0015)."""
+
+queue_owners = sa.Table(
+    "queue_owners",
+    metadata,
+    sa.Column(
+        "queue_id",
+        sa.Integer,
+        sa.ForeignKey("queues.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    sa.Column(
+        "principal", sa.String(124), sa.ForeignKey("principals.name", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Index("ix_queue_owners_principal", "principal"),
+)
+"""Who owns each queue: its creator, or who took ownership since. No row: no owner (created
+without credentials or before migration 0015)."""
 
 audit_log = sa.Table(
     "audit_log",

@@ -22,6 +22,7 @@ from qm.access import (
     check_provable_principal,
 )
 from qm.errors import MqError, MqErrorCode
+from qm.queue_security import OWNER_IMPLICIT
 from qm.rights import Grant, every_right, parse_rights, rights_held, rights_names
 
 router = APIRouter(tags=["access"])
@@ -44,6 +45,7 @@ GRANT_EXAMPLE = {
     "queue": "private$/orders",
     "rights": ["DELETE_MESSAGE", "PEEK_MESSAGE", "WRITE_MESSAGE"],
     "mask": 7,
+    "exact": False,
 }
 
 
@@ -100,6 +102,11 @@ class GrantChange(BaseModel):
         examples=[["RECEIVE_MESSAGE", "WRITE_MESSAGE"]],
     )
     revoke: bool = Field(False, description="Take these rights away instead of giving them")
+    exact: bool = Field(
+        False,
+        description="Exactly the queue named `queue`: its `*` are characters of the queue's name "
+        "(a queue may be named `private$/a*`), not wildcards",
+    )
 
 
 class GrantOut(BaseModel):
@@ -107,6 +114,9 @@ class GrantOut(BaseModel):
     queue: str | None = Field(description="Pattern, or null for the queue manager")
     rights: list[str] = Field(description="Single rights held (generic ones spelled out); empty: none left")
     mask: int = Field(description="The MSMQ access mask (queue-manager rights: docs/security.md)")
+    exact: bool = Field(
+        False, description="The `*` in `queue` are characters of one queue's name, not wildcards"
+    )
 
     @classmethod
     def of(cls, grant: Grant) -> GrantOut:
@@ -115,6 +125,7 @@ class GrantOut(BaseModel):
             queue=grant.queue,
             rights=rights_names(grant.rights, grant.queue),
             mask=grant.rights,
+            exact=grant.exact,
         )
 
 
@@ -241,8 +252,9 @@ async def change_grant(body: GrantChange, request: Request) -> GrantOut:
     )
     rights = parse_rights(rights_named, body.queue)
     add, remove = (0, rights) if body.revoke else (rights, 0)
-    changed = await security_of(request).access.change_grant(body.principal, body.queue, add, remove)
-    return GrantOut.of(changed or Grant(body.principal, body.queue, 0))
+    exact = body.exact and body.queue is not None
+    changed = await security_of(request).access.change_grant(body.principal, body.queue, add, remove, exact)
+    return GrantOut.of(changed or Grant(body.principal, body.queue, 0, exact and "*" in (body.queue or "")))
 
 
 @router.get(
@@ -341,5 +353,7 @@ async def my_rights(
     path = None if queue is None else gateway.manager.resolve(queue)
     if who.everything:
         return RightsOut(queue=queue, rights=every_right(path))
-    grants = await security_of(request).access.grants_of(who.principal)
-    return RightsOut(queue=queue, rights=rights_held(grants, path))
+    access = security_of(request).access
+    grants = await access.grants_of(who.principal)
+    owned = path is not None and path.writable and await access.owner_of(path.url_path) == who.principal
+    return RightsOut(queue=queue, rights=rights_held(grants, path, OWNER_IMPLICIT if owned else 0))

@@ -186,3 +186,36 @@ def test_a_queue_no_path_can_name_is_listed_and_deleted_by_id(cli: Cli) -> None:
         "private$/fine",
         "private$/fine;journal",
     ]
+
+
+def test_queue_permissions_and_owner(cli: Cli) -> None:
+    cli.ok("queue", "create", "private$/orders")
+    cli.ok("grant", "app", "RECEIVE_MESSAGE", "--queue", "PRIVATE$/Orders")
+    cli.ok("grant", "auditor", "PEEK_MESSAGE", "--queue", "private$/*")
+    cli.ok("grant", "ops", "GENERIC_ALL", "--queue", "private$/orders*", "--exact")
+    shown = cli.ok("queue", "permissions", "private$\\ORDERS")
+    assert shown == {
+        "queue": "private$/orders",
+        "owner": None,  # created on the store: nobody's
+        "owner_rights": ["GET_PERMISSIONS", "CHANGE_PERMISSIONS"],
+        "grants": [
+            {
+                "principal": "app",
+                "queue": "PRIVATE$/Orders",
+                "own": True,
+                "rights": ["DELETE_MESSAGE", "PEEK_MESSAGE"],
+            },
+            {"principal": "auditor", "queue": "private$/*", "own": False, "rights": ["PEEK_MESSAGE"]},
+        ],
+    }
+    assert cli.ok("queue", "owner", "private$/orders", "--principal", "app") == {
+        "queue": "private$/orders",
+        "owner": "app",
+    }
+    assert cli.ok("queue", "permissions", "private$/orders")["owner"] == "app"
+    cli.fails("MQ_ERROR_QUEUE_NOT_FOUND", "queue", "owner", "private$/none", "--principal", "app")
+    cli.fails("MQ_ERROR_ILLEGAL_QUEUE_PATHNAME", "queue", "permissions", "private$/orders;journal")
+    cli.ok("queue", "delete", "private$/orders")
+    cli.ok("queue", "create", "private$/orders")
+    recreated = cli.ok("queue", "permissions", "private$/orders")
+    assert (recreated["owner"], [grant["principal"] for grant in recreated["grants"]]) == (None, ["auditor"])

@@ -21,6 +21,7 @@ from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueSettings
 from qm.paths import parse_queue_path
 from qm.reading import QueueReader
+from qm.rights import Grant
 from storage.engine import make_engine
 from storage.migrate import alembic_config, downgrade, upgrade
 from storage.store import SqlStore
@@ -240,5 +241,38 @@ async def _queue_names(url: str, paths: list[str]) -> list[str | None]:
     try:
         found = [await store.queues.find_queue(parse_queue_path(path)) for path in paths]
         return [None if queue is None else queue.path.name for queue in found]
+    finally:
+        await store.close()
+
+
+def test_0015_keeps_grants_as_patterns_and_gives_existing_queues_no_owner(
+    empty_database: EmptyDatabase,
+) -> None:
+    """Grants written before 0015 stay what they were (patterns where they hold `*`), and who
+    created a queue before it was not recorded, so no queue is given an owner by guessing."""
+    upgrade(empty_database.url, "0013")
+    empty_database.execute(
+        "INSERT INTO queues (id, path_key, kind, name, label, transactional, quota_kb, journal,"
+        " journal_quota_kb, base_priority, created_at, modified_at, message_count, byte_count)"
+        " VALUES (1000, 'private$\\team-*', 'private', 'team-*', '', false, 4294967295, false,"
+        " 4294967295, 0, 0, 0, 0, 0)"
+    )
+    empty_database.execute("INSERT INTO principals (name, description, created_at) VALUES ('app', '', 0)")
+    empty_database.execute(
+        "INSERT INTO grants (principal, queue, rights) VALUES ('app', 'private$/team-*', 3)"
+    )
+    upgrade(empty_database.url)
+    grants, owner = asyncio.run(_grants_and_owner(empty_database.url, "private$/team-*"))
+    assert (grants, owner) == ([Grant("app", "private$/team-*", 3, exact=False)], None)
+    downgrade(empty_database.url, "0013")
+    upgrade(empty_database.url)
+    assert asyncio.run(_grants_and_owner(empty_database.url, "private$/team-*"))[0] == grants
+
+
+async def _grants_and_owner(url: str, path: str) -> tuple[list[Grant], str | None]:
+    store = SqlStore(make_engine(url))
+    try:
+        # The key as stored (private$\\name): `*` no longer parses as a queue path.
+        return await store.access.list_grants(None), await store.access.queue_owner(path.replace("/", "\\"))
     finally:
         await store.close()
