@@ -13,6 +13,7 @@ from app import answers as a
 from app.auth import caller, note_for_audit, security_of
 from app.gateway import GatewayDep
 from app.keys import key_record
+from app.parameters import Strict
 from qm.access import (
     AUDIT_PAGE_MAX,
     ApiKeyRecord,
@@ -56,7 +57,7 @@ class PrincipalOut(BaseModel):
         return cls(name=principal.name, description=principal.description, created_at=principal.created_at)
 
 
-class KeyCreate(BaseModel):
+class KeyCreate(Strict):
     principal: str = Field(description="Who the key proves; created if new", examples=["orders-app"])
     description: str = Field("", max_length=500, description="What the key is for")
 
@@ -83,7 +84,7 @@ class NewKeyOut(KeyOut):
     key: str = Field(description="The key itself: shown this once, never stored (only a slow hash of it)")
 
 
-class GrantChange(BaseModel):
+class GrantChange(Strict):
     principal: str = Field(description="Who is given the rights; created if new", examples=["orders-app"])
     queue: str | None = Field(
         min_length=1,

@@ -345,3 +345,28 @@ async def test_a_trigger_on_a_queue_needs_the_right_to_read_it(
         await _key(admin, "automation", ("private$/secret", [right]))
     async with _client(app, _bearer(key)) as automation:
         assert (await automation.post("/api/triggers", json=trigger)).status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/grants", {"principal": "p", "queue": "x\u0000y", "rights": ["PEEK_MESSAGE"]}),
+        ("/api/grants", {"principal": "p\u0000", "queue": None, "rights": ["GET_PROPERTIES"]}),
+        ("/api/keys", {"principal": "p", "description": "a\u0000b"}),
+        ("/api/keys", {"principal": "p" * 100_000}),
+    ],
+)
+async def test_access_bodies_with_text_no_store_holds_are_400_and_audited(
+    app: FastAPI, path: str, body: dict[str, Any]
+) -> None:
+    """A NUL in a grant's pattern or a key's description was a 500 on PostgreSQL ("the message
+    store failed") and stored on SQLite; its audit entry, naming the body's text, then failed
+    to be written."""
+    async with _local(app) as admin:
+        answer = await admin.post(path, json=body)
+        assert answer.status_code == 400, answer.text
+        assert (await admin.get("/api/grants")).json() == []
+        assert (await admin.get("/api/keys")).json() == []
+        entries = (await admin.get("/api/audit")).json()["entries"]
+    assert [(entry["action"], entry["outcome"]) for entry in entries] == [(f"POST {path}", "failed 400")]
+    assert len(entries[0]["target"]) <= 2000
