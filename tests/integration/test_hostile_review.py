@@ -370,3 +370,30 @@ async def test_access_bodies_with_text_no_store_holds_are_400_and_audited(
         entries = (await admin.get("/api/audit")).json()["entries"]
     assert [(entry["action"], entry["outcome"]) for entry in entries] == [(f"POST {path}", "failed 400")]
     assert len(entries[0]["target"]) <= 2000
+
+
+async def test_a_flood_of_wrong_secrets_for_one_key_does_not_queue_other_keys_behind_it(
+    app: FastAPI,
+) -> None:
+    """Key IDs are no secret (the Basic user name). Every wrong secret for a known key ID costs a
+    scrypt, one at a time, first come first served: 100 of them made a valid key's first
+    request wait 4.6 s behind them. Hashes take turns by key ID now, so the flood waits for
+    itself and another key's first verification passes it."""
+    async with _local(app) as admin:
+        target = await _key(admin, "target", (None, ["GET_PROPERTIES"]))
+        other = await _key(admin, "other", (None, ["GET_PROPERTIES"]))
+    key_id = target.split("_")[1]
+    finished: list[str] = []
+    first_refused = asyncio.Event()
+
+    async def ask(name: str, key: str) -> None:
+        async with _client(app, _bearer(key)) as caller:
+            answer = await caller.get("/api/queue-manager")
+        assert answer.status_code == (200 if name == "other" else 401)
+        finished.append(name)
+        first_refused.set()
+
+    flood = [asyncio.create_task(ask("wrong", f"mgw_{key_id}_wrong{n}")) for n in range(20)]
+    await first_refused.wait()  # one scrypt done: the rest of the flood waits for its turn
+    await asyncio.gather(ask("other", other), *flood)
+    assert finished.index("other") < 5, finished
