@@ -23,7 +23,7 @@ from app.client_certs import CertificateMapper, client_certificate
 from app.errors import problem
 from app.keys import REALM, KeyVerifier, Unauthenticated
 from app.settings import Settings
-from qm.access import ANONYMOUS, ANONYMOUS_SRMP, BUILT_IN, AccessControl, AuditEntry
+from qm.access import ANONYMOUS, ANONYMOUS_SRMP, BUILT_IN, AccessControl, AuditEntry, audit_text
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
 from qm.paths import QueuePath, parse_queue_path
@@ -209,7 +209,14 @@ async def audit(request: Request, action: str, target: str, outcome: str) -> Non
 
 
 async def record(security: Security, who: Caller, action: str, target: str, outcome: str) -> None:
-    entry = AuditEntry(security.access.clock.now(), who.principal, who.client, action, target, outcome)
+    entry = AuditEntry(
+        security.access.clock.now(),
+        who.principal,
+        who.client,
+        audit_text(action),
+        audit_text(target),
+        outcome,
+    )
     try:
         await security.access.store.record_audit(entry)
     except Exception:  # the change is made: a failed audit write is logged, not the caller's failure

@@ -20,7 +20,7 @@ from app.cli_messages import message_commands
 from app.schemas import MessageIn, MessageOut, QueueCreate, QueueOut
 from app.settings import Settings, load_settings
 from app.trigger_schemas import InvocationOut, RuleOut, TriggerOut
-from qm.access import AccessControl, AuditEntry
+from qm.access import AccessControl, AuditEntry, audit_text
 from qm.clock import SystemClock
 from qm.errors import MqError
 from qm.manager import QueueManager
@@ -194,6 +194,7 @@ async def _audited(
         await access.queue_deleted(manager.resolve(arguments.path).url_path)
     found = [(name, getattr(arguments, name, None)) for name in AUDITED_TARGETS]
     target = " ".join(f"{name}={value}" for name, value in found if value is not None)
+    target = audit_text(target)
     await store.access.record_audit(
         AuditEntry(manager.clock.now(), "cli", "local", f"cli {action}", target, "allowed")
     )

@@ -138,6 +138,15 @@ class AccessRepository(Protocol):
     async def prune_audit(self, older_than: datetime) -> int: ...
 
 
+def audit_text(text: str) -> str:
+    """Text as an audit entry can hold it in either store: what the caller named may hold a NUL
+    (PostgreSQL refuses one in text) or, from a command line, a lone surrogate (neither store
+    encodes one); they are written as escapes instead, so the entry is not lost."""
+    if text.isascii() and "\x00" not in text:
+        return text
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def check_principal_name(name: str) -> str:
     if not name or len(name) > MAX_PRINCIPAL_NAME or not name.isprintable() or ":" in name:
         raise MqError(

@@ -14,6 +14,7 @@ from app.auth import caller, note_for_audit, security_of
 from app.client_certs import client_certificate
 from app.gateway import GatewayDep
 from app.keys import key_record
+from app.parameters import Strict
 from qm.access import (
     AUDIT_PAGE_MAX,
     ApiKeyRecord,
@@ -59,7 +60,7 @@ class PrincipalOut(BaseModel):
         return cls(name=principal.name, description=principal.description, created_at=principal.created_at)
 
 
-class KeyCreate(BaseModel):
+class KeyCreate(Strict):
     principal: str = Field(description="Who the key proves; created if new", examples=["orders-app"])
     description: str = Field("", max_length=500, description="What the key is for")
 
@@ -86,7 +87,7 @@ class NewKeyOut(KeyOut):
     key: str = Field(description="The key itself: shown this once, never stored (only a slow hash of it)")
 
 
-class GrantChange(BaseModel):
+class GrantChange(Strict):
     principal: str = Field(description="Who is given the rights; created if new", examples=["orders-app"])
     queue: str | None = Field(
         min_length=1,

@@ -345,3 +345,55 @@ async def test_a_trigger_on_a_queue_needs_the_right_to_read_it(
         await _key(admin, "automation", ("private$/secret", [right]))
     async with _client(app, _bearer(key)) as automation:
         assert (await automation.post("/api/triggers", json=trigger)).status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/grants", {"principal": "p", "queue": "x\u0000y", "rights": ["PEEK_MESSAGE"]}),
+        ("/api/grants", {"principal": "p\u0000", "queue": None, "rights": ["GET_PROPERTIES"]}),
+        ("/api/keys", {"principal": "p", "description": "a\u0000b"}),
+        ("/api/keys", {"principal": "p" * 100_000}),
+    ],
+)
+async def test_access_bodies_with_text_no_store_holds_are_400_and_audited(
+    app: FastAPI, path: str, body: dict[str, Any]
+) -> None:
+    """A NUL in a grant's pattern or a key's description was a 500 on PostgreSQL ("the message
+    store failed") and stored on SQLite; its audit entry, naming the body's text, then failed
+    to be written."""
+    async with _local(app) as admin:
+        answer = await admin.post(path, json=body)
+        assert answer.status_code == 400, answer.text
+        assert (await admin.get("/api/grants")).json() == []
+        assert (await admin.get("/api/keys")).json() == []
+        entries = (await admin.get("/api/audit")).json()["entries"]
+    assert [(entry["action"], entry["outcome"]) for entry in entries] == [(f"POST {path}", "failed 400")]
+    assert len(entries[0]["target"]) <= 2000
+
+
+async def test_a_flood_of_wrong_secrets_for_one_key_does_not_queue_other_keys_behind_it(
+    app: FastAPI,
+) -> None:
+    """Key IDs are no secret (the Basic user name). Every wrong secret for a known key ID costs a
+    scrypt, one at a time, first come first served: 100 of them made a valid key's first
+    request wait 4.6 s behind them. Hashes take turns by key ID now, so the flood waits for
+    itself and another key's first verification passes it."""
+    async with _local(app) as admin:
+        target = await _key(admin, "target", (None, ["GET_PROPERTIES"]))
+        other = await _key(admin, "other", (None, ["GET_PROPERTIES"]))
+    key_id = target.split("_")[1]
+    finished: list[str] = []
+    first_refused = asyncio.Event()
+
+    async def ask(name: str, key: str) -> None:
+        async with _client(app, _bearer(key)) as caller:
+            answer = await caller.get("/api/queue-manager")
+        assert answer.status_code == (200 if name == "other" else 401)
+        finished.append(name)
+        first_refused.set()
+
+    flood = [asyncio.create_task(ask("wrong", f"mgw_{key_id}_wrong{n}")) for n in range(20)]
+    await first_refused.wait()  # one scrypt done: the rest of the flood waits for its turn
+    await asyncio.gather(ask("other", other), *flood)
+    assert finished.index("other") < 5, finished
