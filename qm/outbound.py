@@ -4,6 +4,7 @@ queues and their retry schedule."""
 from __future__ import annotations
 
 import enum
+import functools
 import ipaddress
 import uuid
 from collections.abc import Mapping, Sequence
@@ -229,10 +230,12 @@ IPV6_SOURCE_PREFIX = 64
 counting single addresses would let one sender count as 2**64 senders."""
 
 
+@functools.lru_cache(maxsize=1024)
 def srmp_source(client_host: str) -> str:
     """The source an anonymous SRMP sender is counted as: its IPv4 address (an IPv4-mapped IPv6
     address counted as the IPv4 one), the /64 network of its IPv6 address, or the text it came
-    with when it is no address (a Unix socket, a test client), cut to 64 characters."""
+    with when it is no address (a Unix socket, a test client), cut to 64 characters.
+    Remembered per address: every SRMP message asks, and senders come back."""
     try:
         address = ipaddress.ip_address(client_host.strip("[]").partition("%")[0])
     except ValueError:

@@ -53,17 +53,23 @@ def new_stream_id() -> StreamId:
 
 
 def plain_request(
-    to: str, sequence: int, body: bytes = b"hello", *, admin_url: str | None = None
+    to: str,
+    sequence: int,
+    body: bytes = b"hello",
+    *,
+    admin_url: str | None = None,
+    delivery_receipt: bool = True,
 ) -> tuple[str, bytes]:
     """`(Content-Type, body)` of a recoverable message that is not in a stream; with
-    `admin_url`, it asks for a delivery receipt and both commitment receipts there."""
+    `admin_url`, it asks for both commitment receipts there, and for a delivery receipt unless
+    `delivery_receipt` is false."""
     sent = int(time.time())
     envelope = SrmpEnvelope(
         path=Path(action="MSMQ:plain", to=to, id=MessageId(SENDER_QM, sequence)),
         properties=Properties(SrmpTime.from_epoch(sent + HOUR_S), SrmpTime.from_epoch(sent)),
         services=Services(
             durable=True,
-            delivery_receipt_to=admin_url,
+            delivery_receipt_to=admin_url if delivery_receipt else None,
             commitment_receipt_to=admin_url,
             commitment_positive=admin_url is not None,
             commitment_negative=admin_url is not None,

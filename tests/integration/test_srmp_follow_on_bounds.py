@@ -20,7 +20,7 @@ from app.settings import Settings
 from qm.clock import SettableClock
 from tests.integration.support import create_queue, json_of, send
 from tests.integration.test_metrics import scrape, value
-from tests.srmp_messages import plain_request
+from tests.srmp_messages import new_stream_id, plain_request, stream_request
 
 pytestmark = pytest.mark.anyio
 QUEUE = "private$/orders"
@@ -60,9 +60,11 @@ async def sender_at(app: FastAPI, address: str) -> AsyncIterator[httpx.AsyncClie
         yield http
 
 
-async def post_acked(sender: httpx.AsyncClient, sequence: int, admin_url: str) -> int:
-    """A message asking for every acknowledgment at `admin_url`; the status answered."""
-    content_type, body = plain_request(TO, sequence, admin_url=admin_url)
+async def post_acked(
+    sender: httpx.AsyncClient, sequence: int, admin_url: str, delivery_receipt: bool = True
+) -> int:
+    """A message asking for acknowledgments at `admin_url`; the status answered."""
+    content_type, body = plain_request(TO, sequence, admin_url=admin_url, delivery_receipt=delivery_receipt)
     response = await sender.post(
         "/msmq/private$/orders", content=body, headers={"Content-Type": content_type}
     )
@@ -214,3 +216,83 @@ async def test_operators_sends_are_not_limited(app: FastAPI, client: httpx.Async
         await send(client, quote(f"DIRECT=HTTP://remote.example/msmq/private$/q{number}", safe=""), "x")
     await acked_from(app, "192.0.2.10", allowed_forms("a")[:2], 1)
     assert len(await outgoing_names(client)) == 8
+
+
+async def test_final_receipts_count_against_the_source_of_their_stream(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """A stream's `sendReceiptsTo` is the sender's choice too: each stream naming another one
+    would need one more outgoing queue for its final receipt (reference §4.4)."""
+    await create_queue(client, "private$/orders_tx", transactional=True)
+    to = "http://localhost/msmq/private$/orders_tx"
+    async with sender_at(app, "192.0.2.10") as sender:
+        for number in range(3):
+            receipts_to = f"http://remote.example/msmq/private$/order_queue{number}$"
+            content_type, body = stream_request(
+                to, new_stream_id(), 1, receipts_to=receipts_to, dead_letter=True
+            )
+            headers = {"Content-Type": content_type}
+            assert (
+                await sender.post("/msmq/private$/orders_tx", content=body, headers=headers)
+            ).status_code == 200
+    for _ in range(3):
+        assert (await client.post("/api/queues/private$/orders_tx/receive")).status_code == 200
+    assert len(await outgoing_names(client)) == 2
+    samples = await scrape(client)
+    assert value(samples, DROPPED, kind="final-receipt", reason="source_limit") == 1
+
+
+async def test_acknowledgments_made_after_arrival_count_against_the_source(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """Messages asking for commitment receipts only are stored without placing anything (on
+    PostgreSQL in one statement); their source goes with them to the receive."""
+    await create_queue(client, QUEUE)
+    async with sender_at(app, "192.0.2.10") as sender:
+        for sequence, admin_url in enumerate(allowed_forms("a")[:3], start=1):
+            assert await post_acked(sender, sequence, admin_url, delivery_receipt=False) == 200
+    assert await outgoing_names(client) == []
+    for _ in range(3):
+        assert (await client.post(f"/api/queues/{QUEUE}/receive")).status_code == 200
+    assert len(await outgoing_names(client)) == 2
+    samples = await scrape(client)
+    assert value(samples, DROPPED, kind="acknowledgment", reason="source_limit") == 1
+
+
+async def test_spellings_of_one_host_are_each_one_more_queue_within_the_limit(
+    client: httpx.AsyncClient, settings: Settings, clock: SettableClock
+) -> None:
+    """With every host allowed, the spellings of one destination (IDN and punycode, a trailing
+    dot, IPv6 forms, ports) are distinct outgoing queues: the limit counts them all."""
+    anything = create_app(settings.model_copy(update={"srmp_outbound_hosts": "*"}), clock)
+    spellings = [
+        "http://bücher.example/msmq/private$/acks",
+        "http://xn--bcher-kva.example/msmq/private$/acks",
+        "http://bücher.example./msmq/private$/acks",
+        "http://[2001:db8::7]/msmq/private$/acks",
+        "http://[2001:db8:0:0:0:0:0:7]/msmq/private$/acks",
+        "http://[2001:db8::7]:81/msmq/private$/acks",
+    ]
+    async with anything.router.lifespan_context(anything):
+        gateway_of(anything).manager.outbound_work = asyncio.Event()
+        await create_queue(client, QUEUE)
+        await acked_from(anything, "192.0.2.10", spellings, 1)
+        await acked_from(anything, "192.0.2.11", spellings, 100)
+        await acked_from(anything, "192.0.2.12", spellings, 200)
+    assert len(await outgoing_names(client)) == 5
+
+
+async def test_a_moved_message_keeps_its_acknowledgments_on_its_senders_account(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    await create_queue(client, QUEUE)
+    await create_queue(client, "private$/retry")
+    async with sender_at(app, "192.0.2.10") as sender:
+        for sequence, admin_url in enumerate(allowed_forms("a")[:3], start=1):
+            assert await post_acked(sender, sequence, admin_url, delivery_receipt=False) == 200
+    listed = json_of(await client.get(f"/api/queues/{QUEUE}/messages"))["messages"]
+    move = {"lookup_ids": [message["lookup_id"] for message in listed], "to": "private$/retry"}
+    assert (await client.post(f"/api/queues/{QUEUE}/messages/move", json=move)).status_code == 200
+    for _ in range(3):
+        assert (await client.post("/api/queues/private$/retry/receive")).status_code == 200
+    assert len(await outgoing_names(client)) == 2
