@@ -54,7 +54,7 @@ class OutgoingPlacement:
             return True
         Database.dropped(self._connection, placement.kind.value, refusal.value)
         log.info(
-            "dropped a %s for %s (%s, for %s)",
+            "dropped a %s for %r (%s, for %s)",
             placement.kind.value,
             path.name,
             refusal.value,
