@@ -219,6 +219,7 @@ def observe(app: FastAPI, store: SqlStore, tasks: list[asyncio.Task[None]]) -> o
     store.triggers.on_invocation(
         lambda invocation: metrics.trigger_invocations.labels(invocation.outcome).inc()
     )
+    store.db.on_dropped(metrics.dropped)
     watch_pool(store.engine, metrics.db_connections_in_use.inc)
     return operations.Operations(metrics, store.observation, pool_size(store.engine), head_revision(), tasks)
 

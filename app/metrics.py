@@ -85,6 +85,13 @@ class ProcessMetrics:
             ["result"],
             registry=r,
         )
+        self.remote_acknowledgments_dropped = Counter(
+            PREFIX + "remote_acknowledgments_dropped",
+            "Acknowledgments and final receipts for remote queues dropped where they were made, by "
+            "kind and reason (not_allowed, source_limit, total_limit)",
+            ["kind", "reason"],
+            registry=r,
+        )
         self.group_commit_batch = Histogram(
             PREFIX + "group_commit_batch_size",
             "Requests written by one group-commit transaction",
@@ -104,6 +111,9 @@ class ProcessMetrics:
 
     def stream_receipt(self, result: str) -> None:
         self.stream_receipts_sent.labels(result).inc()
+
+    def dropped(self, kind: str, reason: str, count: int) -> None:
+        self.remote_acknowledgments_dropped.labels(kind, reason).inc(count)
 
     def srmp(self, status: int, outcome: str) -> None:
         self.srmp_requests.labels(str(status), outcome).inc()

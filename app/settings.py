@@ -161,6 +161,12 @@ class Settings(BaseSettings):
     srmp_outgoing_idle_s: float = Field(
         86400.0, gt=0, description="An empty outgoing queue not attempted for this long is removed"
     )
+    srmp_max_outgoing_queues_per_source: int = Field(
+        20, ge=1, description="Outgoing queues that acknowledgments of one anonymous SRMP source may make"
+    )
+    srmp_max_outgoing_queues: int = Field(
+        1000, ge=1, description="Outgoing queues that acknowledgments of all anonymous SRMP senders may make"
+    )
     wake_poll_interval_s: float = Field(
         1.0, gt=0, description="How soon a waiting receive notices a message sent by another process"
     )
@@ -334,6 +340,8 @@ class Settings(BaseSettings):
             max_streams=self.srmp_max_streams,
             stream_idle_s=self.srmp_stream_idle_s,
             outgoing_idle_s=self.srmp_outgoing_idle_s,
+            max_outgoing_queues_per_source=self.srmp_max_outgoing_queues_per_source,
+            max_outgoing_queues=self.srmp_max_outgoing_queues,
         )
 
     def receipts_url(self) -> str:

@@ -238,6 +238,7 @@ def _moved(message: Message, target: Queue) -> NewMessage:
         transactional=message.transactional,
         stream=message.stream,
         queue_key=target.path.key,
+        srmp_source=message.srmp_source,
     )
 
 
@@ -258,6 +259,7 @@ def _resent(message: Message, target: Queue, now: datetime) -> NewMessage:
         last_in_transaction=message.last_in_transaction,
         transactional=message.transactional,
         queue_key=target.path.key,
+        srmp_source=message.srmp_source,  # its acknowledgments stay on its sender's account
     )
 
 

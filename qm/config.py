@@ -46,6 +46,11 @@ class ManagerConfig:
     """Hosts the gateway may POST SRMP messages and receipts to (`*`: any); others are refused."""
     outbound_rewrites: tuple[tuple[str, str], ...] = ()
     """URL prefix -> replacement, applied to every outbound URL before the host check."""
+    max_outgoing_queues_per_source: int | None = 20
+    """Outgoing queues the acknowledgments and final receipts of one anonymous SRMP sender's
+    messages (by source address, IPv6 by /64) may have made and that still exist."""
+    max_outgoing_queues: int | None = 1000
+    """The same for all anonymous SRMP senders together."""
     stream_resend_s: float = 30.0
     """A transactional message sent over SRMP is sent again when no stream receipt covered it
     within this time (MSMQ's first resend interval)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,6 +19,7 @@ from qm.errors import MqError
 from qm.final_receipts import StreamOrigin
 from qm.format_names import LocalIdentity, local_queue_path, parse_format_name
 from qm.model import JournalFlags, Message, MessageClass, MessageProperties
+from qm.outbound import OutgoingQueueLimits
 from qm.paths import (
     QueueKind,
     QueuePath,
@@ -89,6 +91,9 @@ class Placement:
     """Final receipts: the stream they report on and the ordinal their `<streamReceipt>` covers."""
     transactional: bool = False
     """Copies: the original was sent in a transaction (the export view's `transactional`)."""
+    on_behalf_of: str | None = None
+    """The anonymous SRMP sender's source (Message.srmp_source) whose message this follows: an
+    outgoing queue made for it counts against that source (OutgoingQueueLimits)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +109,25 @@ class Departure:
 
 
 class DisposalPolicy:
-    """This queue manager's rules for consequences; needs its identity to resolve queues."""
+    """This queue manager's rules for consequences; needs its identity to resolve queues.
 
-    def __init__(self, identity: LocalIdentity) -> None:
+    `may_send_to` says whether a remote queue's URL passes MSMQGW_SRMP_OUTBOUND_HOSTS (None:
+    every one does); `outgoing_limits` bound the outgoing queues made for anonymous senders.
+    The store applies both where it places into outgoing queues (storage/consequences.py)."""
+
+    def __init__(
+        self,
+        identity: LocalIdentity,
+        may_send_to: Callable[[str], bool] | None = None,
+        outgoing_limits: OutgoingQueueLimits | None = None,
+    ) -> None:
         self.identity = identity
+        self._may_send_to = may_send_to
+        self.outgoing_limits = outgoing_limits or OutgoingQueueLimits()
+
+    def may_send_to(self, queue: QueuePath) -> bool:
+        """Whether messages may go out to this remote (outgoing) queue at all."""
+        return self._may_send_to is None or self._may_send_to(queue.name)
 
     @staticmethod
     def arrival_may_place(journal: int, admin_queue: str | None, acknowledge: int) -> bool:
@@ -151,7 +171,8 @@ class DisposalPolicy:
         properties = final_receipts.receipt_properties(message, message_class, origin, guid, now)
         stream = StreamPosition(origin.stream_id, origin.last_ordinal)
         kind = PlacementKind.FINAL_RECEIPT
-        return [Placement(kind, target, properties, "", now, guid, None, stream=stream)]
+        source = message.srmp_source
+        return [Placement(kind, target, properties, "", now, guid, None, stream=stream, on_behalf_of=source)]
 
     def settled_at_source(self, departure: Departure, reason: Reason) -> list[Placement]:
         """The sending side of §4.4: a negative final receipt puts the message in this queue
@@ -239,21 +260,40 @@ class DisposalPolicy:
             departure.transactional,
         )
         return [
-            Placement(PlacementKind.ACKNOWLEDGMENT, target, properties, "", now, self.identity.guid, None)
+            Placement(
+                PlacementKind.ACKNOWLEDGMENT,
+                target,
+                properties,
+                "",
+                now,
+                self.identity.guid,
+                None,
+                on_behalf_of=message.srmp_source,
+            )
         ]
 
     def refused_arrival(
-        self, properties: MessageProperties, message_id: str, queue: QueuePath, reason: Reason, now: datetime
+        self,
+        properties: MessageProperties,
+        message_id: str,
+        queue: QueuePath,
+        reason: Reason,
+        now: datetime,
+        source: str | None = None,
     ) -> list[Placement]:
         """What a message refused on arrival earns where nothing of it is stored: only its
-        negative acknowledgment, when it asked for one (its sender dead-letters it itself)."""
+        negative acknowledgment, when it asked for one (its sender dead-letters it itself).
+        `source`: the anonymous SRMP sender's (Message.srmp_source)."""
         target = self.acknowledgment_target(properties.admin_queue, properties.acknowledge, reason)
         if target is None:
             return []
         nack = acks.acknowledgment(
             properties, message_id, reason.value, self.destination_format_name(queue), self.identity.guid, now
         )
-        return [Placement(PlacementKind.ACKNOWLEDGMENT, target, nack, "", now, self.identity.guid, None)]
+        guid = self.identity.guid
+        return [
+            Placement(PlacementKind.ACKNOWLEDGMENT, target, nack, "", now, guid, None, on_behalf_of=source)
+        ]
 
     def local_queue(self, text: str) -> QueuePath | None:
         """A format name (or, for convenience, a path name) naming a local queue, else None."""
@@ -291,4 +331,5 @@ class DisposalPolicy:
             departure.queue.pathname,
             message.arrived_time,
             transactional=departure.transactional,
+            on_behalf_of=message.srmp_source,
         )

@@ -27,6 +27,7 @@ from qm.model import (
     QueueManagerInfo,
     QueueSettings,
 )
+from qm.outbound import OutgoingQueueLimits
 from qm.paths import (
     QueueKind,
     QueuePath,
@@ -62,7 +63,7 @@ class QueueManager:
         self.clock = clock
         self.config = config
         self._identity: QueueManagerInfo | None = None
-        self.policy = DisposalPolicy(LocalIdentity(uuid.UUID(int=0), config.local_host_names))
+        self.policy = self._policy(uuid.UUID(int=0))
         self.known_queues = KnownQueues()
         self.outbound_work = asyncio.Event()
         """Set when this process stored something to send (an outgoing message, a stream message
@@ -88,11 +89,17 @@ class QueueManager:
         """Load (or create once) the persisted identity and the system queues."""
         candidate = QueueManagerInfo(uuid.uuid4(), self.config.initial_quota_kb, False)
         self._identity = await self.store.queues.open_queue_manager(candidate)
-        self.policy = DisposalPolicy(LocalIdentity(self._identity.guid, self.config.local_host_names))
+        self.policy = self._policy(self._identity.guid)
         self.store.attach(self.policy, self.wakeups)
         for system_queue in SystemQueue:
             await self._ensure_queue(system_queue_path(system_queue))
         return self._identity
+
+    def _policy(self, guid: uuid.UUID) -> DisposalPolicy:
+        config = self.config
+        limits = OutgoingQueueLimits(config.max_outgoing_queues_per_source, config.max_outgoing_queues)
+        identity = LocalIdentity(guid, config.local_host_names)
+        return DisposalPolicy(identity, lambda url: self.outbound_target(url) is not None, limits)
 
     @property
     def guid(self) -> uuid.UUID:

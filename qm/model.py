@@ -186,6 +186,8 @@ class NewMessage:
     queue_quota_kb: int = INFINITE
     """The destination's quota when the queue manager looked it up: with one, the store goes
     straight to the admission transaction (it checks the quotas as stored either way)."""
+    srmp_source: str | None = None
+    """Message.srmp_source."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +214,11 @@ class Message:
     stream: StreamPosition | None = None
     """The incoming SRMP stream and ordinal the message arrived on; for a final receipt waiting
     to be sent, the stream it reports on and the ordinal its `<streamReceipt>` covers."""
+    srmp_source: str | None = None
+    """The source (qm.outbound.srmp_source) of the anonymous SRMP sender that sent it, kept by
+    its copies and acknowledgments: the outgoing queues its acknowledgments and final receipts
+    need are made on that sender's account (OutgoingQueueLimits). None for the messages of
+    principals and of this queue manager."""
 
     @property
     def body_size(self) -> int:

@@ -4,6 +4,8 @@ queues and their retry schedule."""
 from __future__ import annotations
 
 import enum
+import functools
+import ipaddress
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -190,3 +192,56 @@ def outbound_target(url: str, rewrites: Mapping[str, str], allowed_hosts: Sequen
         return None
     host = parts.hostname.casefold()
     return target if any(entry.allows(scheme, host, port) for entry in allowed) else None
+
+
+class OutgoingRefusal(enum.Enum):
+    """Why an acknowledgment or final receipt for a remote queue was dropped where it was made:
+    MSMQ gives these system messages no dead letter, acknowledgment or journal of their own
+    (reference §7.14), so a destination they cannot reach loses them, counted."""
+
+    NOT_ALLOWED = "not_allowed"
+    """Its destination is not in MSMQGW_SRMP_OUTBOUND_HOSTS: no outgoing queue is made for it."""
+    SOURCE_LIMIT = "source_limit"
+    """Its outgoing queue would be one more than its anonymous sender's source may have made."""
+    TOTAL_LIMIT = "total_limit"
+    """Its outgoing queue would be one more than all anonymous senders together may have made."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingQueueLimits:
+    """How many outgoing queues may exist that the messages of anonymous SRMP senders made (for
+    their acknowledgments and final receipts): per source (`srmp_source`) and in all. Removing
+    a queue (idle, or deleted by an operator) makes room again. None: no limit."""
+
+    per_source: int | None = None
+    total: int | None = None
+
+    def refusal(self, made_for_source: int, made_for_all: int) -> OutgoingRefusal | None:
+        """Whether one more may be made, given how many exist for the source and for all."""
+        if self.per_source is not None and made_for_source >= self.per_source:
+            return OutgoingRefusal.SOURCE_LIMIT
+        if self.total is not None and made_for_all >= self.total:
+            return OutgoingRefusal.TOTAL_LIMIT
+        return None
+
+
+IPV6_SOURCE_PREFIX = 64
+"""An IPv6 source is counted by its /64: one site or subscriber usually holds a whole /64, so
+counting single addresses would let one sender count as 2**64 senders."""
+
+
+@functools.lru_cache(maxsize=1024)
+def srmp_source(client_host: str) -> str:
+    """The source an anonymous SRMP sender is counted as: its IPv4 address (an IPv4-mapped IPv6
+    address counted as the IPv4 one), the /64 network of its IPv6 address, or the text it came
+    with when it is no address (a Unix socket, a test client), cut to 64 characters.
+    Remembered per address: every SRMP message asks, and senders come back."""
+    try:
+        address = ipaddress.ip_address(client_host.strip("[]").partition("%")[0])
+    except ValueError:
+        return client_host[:64]
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, IPV6_SOURCE_PREFIX), strict=False))
+    return str(address)

@@ -30,6 +30,7 @@ class Arrival:
     duplicate_key: str | None
     boundaries: tuple[bool, bool] | None
     stream: StreamPosition | None
+    source: str | None = None
 
 
 class Sending:
@@ -46,11 +47,13 @@ class Sending:
         duplicate_key: str | None = None,
         boundaries: tuple[bool, bool] | None = None,
         stream: StreamPosition | None = None,
+        source: str | None = None,
     ) -> Message | None:
         """Enqueue a message that may arrive more than once (SRMP retries): None when
         `duplicate_key` (the sender's message ID) came from the same source queue manager to
         the same queue within the duplicate window, and nothing is stored.
-        `boundaries` are the sender's first/last-in-transaction marks (SRMP `<Eod>`)."""
+        `boundaries` are the sender's first/last-in-transaction marks (SRMP `<Eod>`); `source`
+        the anonymous SRMP sender's (Message.srmp_source)."""
         path = self._qm.destination(path_text)
         if not path.writable and path.kind is not QueueKind.OUTGOING:
             raise MqError(
@@ -63,17 +66,21 @@ class Sending:
                 MqErrorCode.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION,
                 f"{path.pathname}: the gateway sends only to hosts in MSMQGW_SRMP_OUTBOUND_HOSTS",
             )
-        arrival = Arrival(properties, transaction, duplicate_key, boundaries, stream)
+        arrival = Arrival(properties, transaction, duplicate_key, boundaries, stream, source)
         stored = await self._qm.with_known_queue(path, lambda queue: self._deliver_to(queue, arrival))
         if stored is not None and (stream is not None or path.kind is QueueKind.OUTGOING):
             self._qm.outbound_work.set()
         return stored
 
-    async def refuse_arrival(self, path: QueuePath, properties: MessageProperties, message_id: str) -> bool:
+    async def refuse_arrival(
+        self, path: QueuePath, properties: MessageProperties, message_id: str, source: str | None = None
+    ) -> bool:
         """A message the sender may not write to `path` (MQMSG_CLASS_NACK_ACCESS_DENIED): stored
-        nowhere; its negative acknowledgment placed where it asked for one. True if placed."""
+        nowhere; its negative acknowledgment placed where it asked for one. True if placed
+        (it may still be dropped there: OutgoingRefusal)."""
         now = self._qm.clock.now()
-        placements = self._qm.policy.refused_arrival(properties, message_id, path, Reason.ACCESS_DENIED, now)
+        policy = self._qm.policy
+        placements = policy.refused_arrival(properties, message_id, path, Reason.ACCESS_DENIED, now, source)
         if not placements:
             return False
         await self._qm.store.messages.place(placements, now)
@@ -150,6 +157,7 @@ class Sending:
             ),
             queue_key=queue.path.key,
             queue_quota_kb=queue.settings.quota_kb,
+            srmp_source=arrival.source,
         )
 
     async def _enqueue(self, queue: Queue, new_message: NewMessage) -> Message | None:
@@ -205,4 +213,5 @@ def stored_message(lookup_id: int, message_id: str, new_message: NewMessage) -> 
         transaction_id=new_message.transaction_id,
         destination_queue=new_message.destination_queue,
         stream=new_message.stream,
+        srmp_source=new_message.srmp_source,
     )

@@ -13,12 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from qm import rules
 from qm.disposal import Departure, Placement, PlacementKind, Reason
 from qm.final_receipts import StreamOrigin, final_class
-from qm.model import JournalFlags, NewMessage, QueueSettings
+from qm.model import JournalFlags, NewMessage
 from qm.paths import QueueKind, QueuePath
 from storage import rows
 from storage.database import Database
 from storage.inserts import insert_messages
-from storage.tables import messages, outgoing_queues, queues, srmp_streams
+from storage.outgoing_room import OutgoingPlacement
+from storage.tables import messages, queues, srmp_streams
 from storage.totals import add_to_totals
 
 q = queues.c
@@ -155,10 +156,8 @@ class Consequences:
     async def _place(self, placements: Sequence[Placement], targets: dict[str, Target]) -> None:
         if not placements:
             return
-        for path in {p.target for p in placements if p.target.kind is QueueKind.OUTGOING}:
-            if path.key not in targets:  # acknowledgments to a remote admin queue not yet sent to
-                await create_outgoing_queue(self._connection, path, self._now)
-                targets |= await self._targets([path.key])
+        outgoing = OutgoingPlacement(self._db, self._connection, self._now, self._targets)
+        placements = [p for p in placements if await outgoing.admits(p, targets)]
         accepted: list[NewMessage] = []
         for placement in placements:
             target = targets.get(placement.target.key)
@@ -229,27 +228,8 @@ def _new_message(placement: Placement, queue_id: int, now: datetime) -> NewMessa
         dead_lettered_time=now if kind is PlacementKind.DEAD_LETTER else None,
         stream=placement.stream,
         transactional=placement.transactional,
+        srmp_source=placement.on_behalf_of,
     )
-
-
-async def create_outgoing_queue(connection: AsyncConnection, path: QueuePath, now: datetime) -> int:
-    """Insert the queue and its delivery state unless present; return the queue's id."""
-    existing = (await connection.execute(sa.select(q.id).where(q.path_key == path.key))).scalar()
-    if existing is not None:
-        return int(existing)
-    values = rows.queue_values(path, QueueSettings(), now)
-    queue_id = int((await connection.execute(sa.insert(queues).values(values).returning(q.id))).scalar_one())
-    await connection.execute(
-        sa.insert(outgoing_queues).values(
-            queue_id=queue_id,
-            url=path.name,
-            paused=False,
-            attempts=0,
-            next_attempt_at=0,
-            delivered_count=0,
-        )
-    )
-    return queue_id
 
 
 async def remove_past_deadline(

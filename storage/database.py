@@ -22,7 +22,13 @@ CHANGED_QUEUES = "changed_queues"
 """Connection info key: the queues a transaction made messages available in (a queue ID per
 message), signalled once it committed."""
 
+DROPPED = "dropped_placements"
+"""Connection info key: placements a transaction dropped, by (kind, reason), reported once it
+committed (Database.on_dropped)."""
+
 CommitListener = Callable[[Counter[int]], None]
+DropListener = Callable[[str, str, int], None]
+"""Told (placement kind, reason, how many) of what a committed transaction dropped."""
 
 
 class Database:
@@ -37,6 +43,7 @@ class Database:
         self.policy: DisposalPolicy | None = None
         self.wakeups: WakeUps | None = None
         self._listeners: list[CommitListener] = []
+        self._drop_listeners: list[DropListener] = []
 
     def attach(self, policy: DisposalPolicy, wakeups: WakeUps) -> None:
         self.policy = policy
@@ -46,6 +53,10 @@ class Database:
         """Call `listener` with the queues (a queue ID per message) each commit made messages
         available in, before their readers are woken."""
         self._listeners.append(listener)
+
+    def on_dropped(self, listener: DropListener) -> None:
+        """Call `listener` with what each commit dropped (Database.dropped)."""
+        self._drop_listeners.append(listener)
 
     def identity(self) -> uuid.UUID:
         if self.guid is None:
@@ -60,6 +71,7 @@ class Database:
         docs/performance.md): PostgreSQL's synchronous_commit=off for this transaction,
         SQLite's synchronous=NORMAL (set before BEGIN, as SQLite requires)."""
         changed: Counter[int] = Counter()
+        dropped: Counter[tuple[str, str]] = Counter()
         async with contextlib.AsyncExitStack() as stack:
             if self.sqlite:
                 await stack.enter_async_context(self.write_lock)
@@ -73,8 +85,12 @@ class Database:
             if relaxed and not self.sqlite:
                 await driver_sql.execute_text(connection, "SET LOCAL synchronous_commit = off")
             connection.info[CHANGED_QUEUES] = changed
+            connection.info[DROPPED] = dropped
             yield connection
         self.committed(changed)
+        for (kind, reason), count in dropped.items():
+            for listener in self._drop_listeners:
+                listener(kind, reason, count)
 
     def committed(self, changed: Counter[int]) -> None:
         """After a commit that made messages available (a queue ID per message): tell the
@@ -101,6 +117,12 @@ class Database:
         """Note queues that gained available messages (a queue ID per message), to wake their
         readers after the commit: one reader per message (qm.wakeups)."""
         connection.info.setdefault(CHANGED_QUEUES, Counter()).update(queue_ids)
+
+    @staticmethod
+    def dropped(connection: AsyncConnection, kind: str, reason: str) -> None:
+        """Note a message the queue manager made and did not place, to count it once the
+        transaction committed (a rolled-back one dropped nothing)."""
+        connection.info.setdefault(DROPPED, Counter())[kind, reason] += 1
 
     async def close(self) -> None:
         await self.engine.dispose()

@@ -17,8 +17,9 @@ from qm.model import JournalFlags, Message
 from qm.outbound import OutgoingQueue, OutgoingStreamPosition
 from qm.paths import QueueKind, QueuePath
 from storage import rows
-from storage.consequences import Consequences, create_outgoing_queue, remove_past_deadline
+from storage.consequences import Consequences, remove_past_deadline
 from storage.database import Database
+from storage.outgoing_room import create_outgoing_queue
 from storage.tables import (
     AVAILABLE,
     messages,

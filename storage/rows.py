@@ -143,6 +143,7 @@ def message_values(message: NewMessage, lookup_id: int, message_id: str) -> dict
         "dead_lettered_time": optional_us(message.dead_lettered_time),
         "srmp_stream_id": None if message.stream is None else message.stream.stream_id,
         "srmp_ordinal": None if message.stream is None else message.stream.current,
+        "srmp_source": message.srmp_source,
     }
 
 
@@ -185,6 +186,7 @@ def message_from_row(row: Row) -> Message:
         destination_queue=row["destination_queue"],
         transactional=bool(row["transactional"]),
         stream=_stream_of(row),
+        srmp_source=row["srmp_source"],
     )
 
 

@@ -104,6 +104,9 @@ messages = sa.Table(
     # the stream it reports on and the last ordinal its <streamReceipt> covers (migration 0007).
     sa.Column("srmp_stream_id", sa.String(200), nullable=True),
     sa.Column("srmp_ordinal", sa.BigInteger, nullable=True),
+    # The anonymous SRMP sender's source address (IPv6: its /64), on whose account the outgoing
+    # queues its acknowledgments and final receipts need are made (migration 0016).
+    sa.Column("srmp_source", sa.String(64), nullable=True),
     # Queue order is (queue, priority DESC, arrival); the lookup ID's high byte is
     # 7 - priority, so (queue, state, lookup_id) serves that order exactly.
     sa.Index("ix_messages_receive_order", "queue_id", "state", "lookup_id"),
@@ -262,9 +265,14 @@ outgoing_queues = sa.Table(
     sa.Column("delivered_count", sa.BigInteger, nullable=False),
     sa.Column("owner", sa.String(200), nullable=True),
     sa.Column("lease_expires_at", sa.BigInteger, nullable=True),
+    sa.Column("made_for", sa.String(64), nullable=True),
+    sa.Index("ix_outgoing_queues_made_for", "made_for"),
 )
 """Delivery state of each outgoing queue (one per remote SRMP destination URL), and which
-gateway process sends it now: `owner` holds a lease until `lease_expires_at` (migration 0008)."""
+gateway process sends it now: `owner` holds a lease until `lease_expires_at` (migration 0008).
+`made_for`: the anonymous SRMP sender's source it was made for, counted against
+MSMQGW_SRMP_MAX_OUTGOING_QUEUES_PER_SOURCE and MSMQGW_SRMP_MAX_OUTGOING_QUEUES; None when
+a principal or the queue manager made it (migration 0016)."""
 
 outgoing_streams = sa.Table(
     "outgoing_streams",

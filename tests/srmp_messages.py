@@ -52,13 +52,28 @@ def new_stream_id() -> StreamId:
     return StreamId(SENDER_QM, (int(time.time()) << 32) | uuid.uuid4().int % 2**31)
 
 
-def plain_request(to: str, sequence: int, body: bytes = b"hello") -> tuple[str, bytes]:
-    """`(Content-Type, body)` of a recoverable message that is not in a stream."""
+def plain_request(
+    to: str,
+    sequence: int,
+    body: bytes = b"hello",
+    *,
+    admin_url: str | None = None,
+    delivery_receipt: bool = True,
+) -> tuple[str, bytes]:
+    """`(Content-Type, body)` of a recoverable message that is not in a stream; with
+    `admin_url`, it asks for both commitment receipts there, and for a delivery receipt unless
+    `delivery_receipt` is false."""
     sent = int(time.time())
     envelope = SrmpEnvelope(
         path=Path(action="MSMQ:plain", to=to, id=MessageId(SENDER_QM, sequence)),
         properties=Properties(SrmpTime.from_epoch(sent + HOUR_S), SrmpTime.from_epoch(sent)),
-        services=Services(durable=True),
+        services=Services(
+            durable=True,
+            delivery_receipt_to=admin_url if delivery_receipt else None,
+            commitment_receipt_to=admin_url,
+            commitment_positive=admin_url is not None,
+            commitment_negative=admin_url is not None,
+        ),
         msmq=Msmq(
             message_class=0,
             priority=3,

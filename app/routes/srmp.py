@@ -24,6 +24,7 @@ from app.gateway import Gateway, GatewayDep
 from qm.errors import MqError, MqErrorCode, QuotaExceeded
 from qm.manager import SINGLE_MESSAGE_TRANSACTION
 from qm.model import MessageProperties
+from qm.outbound import srmp_source
 from qm.streams import StreamPosition
 from soap import (
     DEFAULT_LIMITS,
@@ -188,8 +189,9 @@ async def _store(envelope: SrmpEnvelope, gateway: GatewayDep, scope: Scope) -> O
     transaction = SINGLE_MESSAGE_TRANSACTION if envelope.stream is not None else None
     eod = envelope.msmq.eod if envelope.msmq is not None else None
     boundaries = None if envelope.stream is None else (bool(eod and eod.first), bool(eod and eod.last))
+    source = srmp_source(_client(scope)[0])
     stored = await gateway.manager.deliver(
-        queue, properties, transaction, duplicate_key, boundaries, _stream_position(envelope)
+        queue, properties, transaction, duplicate_key, boundaries, _stream_position(envelope), source
     )
     if stored is None:
         log.info("duplicate SRMP message %s to %s dropped", duplicate_key, queue)
@@ -204,6 +206,7 @@ async def _admit(
     message is stored nowhere, earns its NACK (class 0x8004) where it asked for one, and is
     answered 400, the status of a message the receiver will not take: the sender gives up."""
     path = gateway.manager.resolve(queue)
+    client = _client(scope)
     security = scope["app"].state.security
     refusal = await srmp_refusal(security, scope, path)
     if refusal is None:
@@ -213,14 +216,21 @@ async def _admit(
         # Its acknowledgments would be written there: refused as a whole, with no NACK (that
         # would go to the very queue it may not write).
         gateway.srmp.access_denied += 1
-        client = scope.get("client") or ("", 0)
         raise SrmpError(
             HTTPStatus.BAD_REQUEST,
             f"the SRMP sender from {client[0]} may not write to its admin queue {admin_queue.url_path}",
         )
     gateway.srmp.access_denied += 1
-    nack = await gateway.manager.refuse_arrival(path, properties, envelope.message_id.text)
+    nack = await gateway.manager.refuse_arrival(
+        path, properties, envelope.message_id.text, srmp_source(client[0])
+    )
     raise SrmpError(HTTPStatus.BAD_REQUEST, refusal + ("; negative acknowledgment sent" if nack else ""))
+
+
+def _client(scope: Scope) -> tuple[str, int]:
+    """The sender's address and port as the server (or a trusted proxy's header) gives them."""
+    client: tuple[str, int] = scope.get("client") or ("", 0)
+    return client
 
 
 async def _our_stream_receipt(envelope: SrmpEnvelope, gateway: GatewayDep) -> bool:

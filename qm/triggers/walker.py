@@ -313,6 +313,7 @@ def rejection(policy: DisposalPolicy, queue: Queue, message: Message, now: datet
         message.sent_time,
         message.source_machine,
         queue.path.pathname,
+        on_behalf_of=message.srmp_source,
     )
     departure = Departure(message, queue.path, queue.settings.journal, queue.settings.transactional)
     others = policy.consequences(departure, Reason.REJECTED, now)

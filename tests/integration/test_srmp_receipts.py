@@ -29,6 +29,7 @@ from soap.envelope import CommitmentReceipt, Msmq, Path, Properties, StreamRecei
 from soap.ids import MessageId, StreamId
 from soap.times import SrmpTime
 from tests.integration.support import create_queue, send
+from tests.integration.test_metrics import scrape, value
 from tests.srmp_messages import HOUR_S, new_stream_id, stream_request
 
 QUEUE = "private$/orders_tx"
@@ -203,15 +204,16 @@ async def test_a_final_receipt_goes_only_to_an_allowed_host(
     app: FastAPI, client: httpx.AsyncClient, clock: SettableClock, recording: RecordingClient
 ) -> None:
     """`sendReceiptsTo` comes from the sender: outside MSMQGW_SRMP_OUTBOUND_HOSTS the receipt
-    is refused at the delivery step, as every outbound POST is (qm.outbound.outbound_target)."""
+    makes no outgoing queue and is dropped where it is made, counted (issue 18 item 7)."""
     await create_queue(client, QUEUE, transactional=True)
     elsewhere = "http://internal.example/msmq/private$/order_queue$"
     await post_stream_message(client, new_stream_id(), 1, receipts_to=elsewhere, dead_letter=True)
     await receive_one(client, app, clock)
     assert await deliver_outgoing(app, recording) == []
-    [outgoing] = await gateway_of(app).outgoing.all()
-    assert outgoing.url.casefold() == elsewhere and outgoing.queue.message_count == 0
-    assert outgoing.last_error is not None and "MSMQGW_SRMP_OUTBOUND_HOSTS" in outgoing.last_error
+    assert await gateway_of(app).outgoing.all() == []
+    samples = await scrape(client)
+    dropped = "msmqgw_remote_acknowledgments_dropped_total"
+    assert value(samples, dropped, kind="final-receipt", reason="not_allowed") == 1
 
 
 # -- final receipts, sending side ------------------------------------------------------------
