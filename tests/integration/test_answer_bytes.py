@@ -122,3 +122,24 @@ async def test_a_browse_answer_is_compact_json_as_before(small_answers: httpx.As
         compact = json.dumps(page, ensure_ascii=False, separators=(",", ":")).encode()
         assert answer.content == compact
         assert ("decoded" in page["messages"][0]) == (decode == "true")
+
+
+async def test_decoded_views_are_weighed_as_they_are_written(small_answers: httpx.AsyncClient) -> None:
+    """A decoded view is not known before the body is read: the page stops before the message
+    whose JSON, view included, would take it past the cap."""
+    await fill(small_answers, 7, body="x" * 1000)
+    answers: list[httpx.Response] = []
+    after: str | None = "0"
+    while after is not None:
+        answer = await small_answers.get(
+            f"/api/queues/{QUEUE}/messages", params={"after": after, "limit": 1000, "decode": "true"}
+        )
+        answers.append(answer)
+        after = json_of(answer)["next_after"]
+    assert max(len(answer.content) for answer in answers) <= BUDGET
+    assert labels(answers) == [f"m{number:03d}" for number in range(7)]
+    assert all(
+        message["decoded"]["value"] == "x" * 1000
+        for answer in answers
+        for message in answer.json()["messages"]
+    )
