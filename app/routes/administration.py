@@ -150,7 +150,9 @@ async def move_messages(path: str, body: MoveIn, request: Request, gateway: Gate
         QUOTA,
     ),
 )
-async def resend_dead_letters(path: str, body: ResendIn, request: Request, gateway: GatewayDep) -> ResendOut:
+async def resend_dead_letters(
+    path: str, body: ResendIn, request: Request, gateway: GatewayDep
+) -> ResendOut:
     chosen = None if body.lookup_ids is None else parse_lookup_ids(body.lookup_ids)
 
     async def may_write(destination: str) -> None:
