@@ -12,6 +12,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from app.admin_schemas import MovedOut, export_line, parse_import, parse_lookup_ids
+from app.answer_bytes import answer_budget
 from app.settings import load_settings
 from qm.administration import Administration
 from qm.errors import MqError, MqErrorCode
@@ -48,11 +49,12 @@ async def _export(manager: QueueManager, reader: QueueReader, arguments: argpars
     administration = Administration(manager, reader)
     queue = manager.resolve(arguments.path).url_path
     if arguments.lookup_id:
-        for message in await administration.selected(arguments.path, parse_lookup_ids(arguments.lookup_id)):
-            sys.stdout.buffer.write(to_json(export_line(message, queue)) + b"\n")
+        lines = await administration.selected(arguments.path, parse_lookup_ids(arguments.lookup_id))
     else:
-        async for message in await administration.every_message(arguments.path):
-            sys.stdout.buffer.write(to_json(export_line(message, queue)) + b"\n")
+        budget = answer_budget(load_settings().max_answer_bytes, queue)
+        lines = await administration.every_message(arguments.path, budget)
+    async for message in lines:
+        sys.stdout.buffer.write(to_json(export_line(message, queue)) + b"\n")
     sys.stdout.buffer.flush()
     return None
 

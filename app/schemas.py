@@ -9,6 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from app.answer_bytes import body_text
 from app.parameters import Strict
 from bodies import FORMATS, decode_body
 from bodies.encode import EncodeError, activex, dotnet_xml_string, vt_number
@@ -276,10 +277,13 @@ class MessageOut(BaseModel):
     message_id: str = Field(description="`{GUID}\\sequence`")
     queue: str = Field(description="The queue's path as URLs write it, e.g. `private$/orders`")
     label: str = Field(description="PROPID_M_LABEL")
-    body: str | None = Field(description="The body as text when it is valid UTF-8, else null")
+    body: str | None = Field(
+        description="The body as text when it is valid UTF-8 and its JSON text is no longer than its "
+        "base64 (control characters take six bytes each in JSON), else null"
+    )
     body_base64: str | None = Field(
-        description="The body in base64 when it is not valid UTF-8 text (`body` is then null); null "
-        "when `body` carries it: an answer holds each body once"
+        description="The body in base64 when `body` is null (not UTF-8 text, or text JSON would "
+        "write longer than base64); null when `body` carries it: an answer holds each body once"
     )
     body_size: int = Field(description="Body length in bytes (PROPID_M_BODY_SIZE)")
     body_type: int = Field(description="VARTYPE of the body, as sent (PROPID_M_BODY_TYPE)")
@@ -335,7 +339,7 @@ def message_fields(
     values need no validation, and pydantic writes the same JSON for it as for the model.
     `decoded` is there only when asked for."""
     body = message.properties.body
-    text = _text_or_none(body)
+    text = body_text(body)
     fields = {
         **_heading_fields(message, queue),
         "body": text,
@@ -404,13 +408,6 @@ def _described_fields(
         "lock_tag": lock_tag,
         "lock_expires_at": lock_expires_at,
     }
-
-
-def _text_or_none(body: bytes) -> str | None:
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
 
 
 def _b64_or_none(value: bytes | None) -> str | None:

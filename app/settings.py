@@ -73,8 +73,8 @@ class Settings(BaseSettings):
     max_answer_bytes: int = Field(
         16 * 1024 * 1024,
         ge=1,
-        description="Most message-body bytes in one answer: browse pages and receive batches stop there "
-        "(always at least one message)",
+        description="Most bytes of one answer listing messages, as sent: browse pages, receive batches "
+        "and export reads stop there (always at least one message)",
     )
     max_wait_ms: int = Field(60_000, ge=0, description="Longest single receive/peek wait over HTTP")
     transaction_timeout_s: float = Field(60.0, gt=0, description="Idle transactions abort after this")

@@ -31,7 +31,7 @@ from qm.manager import QueueManager
 from qm.model import Message, MessageClass, MessageProperties, NewMessage, Queue
 from qm.paths import QueueKind, QueuePath, SystemQueue, system_queue_path
 from qm.reading import QueueReader
-from qm.store import Moved, Seek, Selector
+from qm.store import Budget, Moved, PositionState, Seek, Selector
 
 MAX_CHOSEN = 1000
 """Messages one move, resend or selected export names, at most."""
@@ -116,16 +116,27 @@ class Administration:
         read = [dataclasses.replace(item, message=self._qm._as_read(item.message)) for item in moved]
         return [Resent(item, targets[item.old_lookup_id].path) for item in read]
 
-    async def selected(self, path_text: str, lookup_ids: Sequence[int]) -> list[Message]:
-        """The chosen messages, as peeked (an export of a selection): each must be there."""
+    async def selected(self, path_text: str, lookup_ids: Sequence[int]) -> AsyncIterator[Message]:
+        """The chosen messages, as peeked (an export of a selection): each must be available
+        now. Their bodies are read one at a time as they are taken, so a thousand large ones
+        are never held at once; one that leaves meanwhile is missing, as in `every_message`."""
         _check_chosen(lookup_ids)
-        return await self._chosen(await self._qm.get_queue(path_text), lookup_ids)
-
-    async def every_message(self, path_text: str) -> AsyncIterator[Message]:
-        """The queue's available messages in queue order, read a page at a time (an export of
-        the whole queue: not a snapshot, messages that leave meanwhile may be missing)."""
         queue = await self._qm.get_queue(path_text)
-        return self._pages(queue)
+        now = self._qm.clock.now()
+        for lookup_id in lookup_ids:
+            if (
+                await self._qm.store.messages.position_state(queue.id, lookup_id, now)
+                is not PositionState.AVAILABLE
+            ):
+                raise _not_available(queue, lookup_id)
+        return self._one_at_a_time(queue, lookup_ids)
+
+    async def every_message(self, path_text: str, budget: Budget) -> AsyncIterator[Message]:
+        """The queue's available messages in queue order, read a page at a time, each page
+        within the budget (an export of the whole queue: not a snapshot, messages that leave
+        meanwhile may be missing)."""
+        queue = await self._qm.get_queue(path_text)
+        return self._pages(queue, budget)
 
     async def import_messages(self, path_text: str, batch: Sequence[Imported]) -> list[Message]:
         """Store the messages in the queue, all or none."""
@@ -142,15 +153,26 @@ class Administration:
         stored = await self._qm.store.messages.insert_all(new)
         return [self._qm._as_read(message) for message in stored]
 
-    async def _pages(self, queue: Queue) -> AsyncIterator[Message]:
+    async def _pages(self, queue: Queue, budget: Budget) -> AsyncIterator[Message]:
         after = 0
         while True:
-            page = await self._qm.store.messages.browse(queue.id, after, EXPORT_PAGE, self._qm.clock.now())
-            for message in page:
-                yield self._qm._as_read(message)
-            if len(page) < EXPORT_PAGE:
+            now = self._qm.clock.now()
+            page, more = await self._qm.store.messages.browse_within(
+                queue.id, after, EXPORT_PAGE, now, budget
+            )
+            if page:
+                after = page[-1].lookup_id
+            while page:
+                yield self._qm._as_read(page.pop(0))  # not kept once handed on
+            if not more:
                 return
-            after = page[-1].lookup_id
+
+    async def _one_at_a_time(self, queue: Queue, lookup_ids: Sequence[int]) -> AsyncIterator[Message]:
+        for lookup_id in lookup_ids:
+            now = self._qm.clock.now()
+            message = await self._qm.store.messages.peek(queue.id, Selector(Seek.CURRENT, lookup_id), now)
+            if message is not None:
+                yield self._qm._as_read(message)
 
     async def _chosen(self, queue: Queue, lookup_ids: Sequence[int] | None) -> list[Message]:
         now = self._qm.clock.now()
@@ -161,10 +183,7 @@ class Administration:
         for lookup_id in lookup_ids:
             message = await self._qm.store.messages.peek(queue.id, Selector(Seek.CURRENT, lookup_id), now)
             if message is None:
-                raise MqError(
-                    MqErrorCode.MQ_ERROR_MESSAGE_NOT_FOUND,
-                    f"{queue.path.url_path}: no available message with lookup ID {lookup_id}",
-                )
+                raise _not_available(queue, lookup_id)
             found.append(self._qm._as_read(message))
         return found
 
@@ -292,3 +311,10 @@ def _deadlines(properties: MessageProperties, now: datetime) -> tuple[datetime |
     if ttbr is not None and (ttrq is None or ttrq > ttbr):
         ttrq = ttbr
     return ttbr, ttrq
+
+
+def _not_available(queue: Queue, lookup_id: int) -> MqError:
+    return MqError(
+        MqErrorCode.MQ_ERROR_MESSAGE_NOT_FOUND,
+        f"{queue.path.url_path}: no available message with lookup ID {lookup_id}",
+    )

@@ -7,7 +7,7 @@ import asyncio
 from qm.errors import MqError, MqErrorCode
 from qm.manager import Abandonment, Attempt, QueueManager
 from qm.model import INFINITE, Message, Queue
-from qm.store import NO_FILTER, Claim, MessageFilter, PositionState, Seek, Selector
+from qm.store import NO_FILTER, Budget, Claim, MessageFilter, PositionState, Seek, Selector
 
 LOCK_TAG_SEPARATOR = "-"
 
@@ -46,7 +46,7 @@ class QueueReader:
         timeout_ms: int,
         max_messages: int,
         abandoned: Abandonment | None = None,
-        max_bytes: int | None = None,
+        budget: Budget | None = None,
     ) -> list[Message]:
         """Remove up to `max_messages` available messages in queue order, waiting up to the
         timeout for the first; empty on timeout. Outside any transaction (a batch is for speed)."""
@@ -57,7 +57,7 @@ class QueueReader:
         async def attempt() -> Message | None:
             nonlocal taken
             now = self._qm.clock.now()
-            taken = await self._qm.store.messages.take_many(queue, max_messages, now, max_bytes)
+            taken = await self._qm.store.messages.take_many(queue, max_messages, now, budget)
             return taken[0] if taken else None
 
         if await self._qm._wait(queue, attempt, timeout_ms, abandoned, takes_first=True) is None:
@@ -159,15 +159,13 @@ class QueueReader:
         return [self._qm._as_read(message) for message in messages]
 
     async def browse_within(
-        self, path_text: str, after: int, limit: int, max_bytes: int, where: MessageFilter = NO_FILTER
+        self, path_text: str, after: int, limit: int, budget: Budget, where: MessageFilter = NO_FILTER
     ) -> tuple[list[Message], bool]:
-        """`browse` with at most `max_bytes` of bodies (at least one message); True when more
+        """`browse` of as many messages as fit in the budget (at least one); True when more
         may follow."""
         queue = await self._qm.get_queue(path_text)
         now = self._qm.clock.now()
-        found, more = await self._qm.store.messages.browse_within(
-            queue.id, after, limit, now, max_bytes, where
-        )
+        found, more = await self._qm.store.messages.browse_within(queue.id, after, limit, now, budget, where)
         return [self._qm._as_read(message) for message in found], more
 
     async def _check_reference(self, queue: Queue, seek: Seek, lookup_id: int, receive: bool) -> None:

@@ -18,6 +18,7 @@ from qm.paths import QueuePath
 from qm.redrives import RedriveBatch, Redriven, StagedDeadLetter
 from qm.store import (
     NO_FILTER,
+    Budget,
     Claim,
     CursorRecord,
     EnqueueResult,
@@ -85,10 +86,10 @@ class MessageRepository(Protocol):
         ...
 
     async def take_many(
-        self, queue: Queue, limit: int, now: datetime, max_bytes: int | None = None
+        self, queue: Queue, limit: int, now: datetime, budget: Budget | None = None
     ) -> list[Message]:
         """Receive (remove) up to `limit` available messages in queue order, in one statement;
-        with `max_bytes`, only as many as fit in that many body bytes (always at least one)."""
+        with a budget, only as many as fit in it (always at least one)."""
         ...
 
     async def browse(
@@ -103,10 +104,10 @@ class MessageRepository(Protocol):
         after: int,
         limit: int,
         now: datetime,
-        max_bytes: int,
+        budget: Budget,
         where: MessageFilter = NO_FILTER,
     ) -> tuple[list[Message], bool]:
-        """`browse`, stopping where the bodies would pass `max_bytes` (always at least one
+        """`browse`, stopping where the messages would pass the budget (always at least one
         message); True when it stopped before the end of the queue or at `limit`."""
         ...
 

@@ -8,7 +8,7 @@ transaction; each returns frozen values, never live database objects.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -82,6 +82,34 @@ class MessageFilter:
 
 
 NO_FILTER = MessageFilter()
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """What a message's answer grows with, read before its body is: the body's and the
+    extension's bytes, and the characters of its texts (label and format names)."""
+
+    body: int
+    extension: int
+    text: int
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How many messages one answer may carry: those whose weights (`weigh` of each message's
+    footprint, in the order they are read) add up to `max_bytes` at most, and always one."""
+
+    max_bytes: int
+    weigh: Callable[[Footprint], int]
+
+    def fitting(self, footprints: Sequence[Footprint]) -> int:
+        """How many of the first messages fit; at least one (none of none)."""
+        total = 0
+        for count, footprint in enumerate(footprints):
+            total += self.weigh(footprint)
+            if total > self.max_bytes:
+                return max(count, 1)
+        return len(footprints)
 
 
 class ClaimKind(enum.Enum):

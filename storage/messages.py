@@ -15,6 +15,7 @@ from qm.disposal import Placement, Reason
 from qm.model import Message, NewMessage, Queue
 from qm.store import (
     NO_FILTER,
+    Budget,
     Claim,
     EnqueueResult,
     MessageFilter,
@@ -72,9 +73,9 @@ class SqlMessages:
         return self.receiver.may_have_more(queue_id)
 
     async def take_many(
-        self, queue: Queue, limit: int, now: datetime, max_bytes: int | None = None
+        self, queue: Queue, limit: int, now: datetime, budget: Budget | None = None
     ) -> list[Message]:
-        return await self.receiver.take_many(queue, limit, now, max_bytes)
+        return await self.receiver.take_many(queue, limit, now, budget)
 
     async def new_message_id(self) -> str:
         return await self._counters.new_message_id()
@@ -121,18 +122,18 @@ class SqlMessages:
         after: int,
         limit: int,
         now: datetime,
-        max_bytes: int,
+        budget: Budget,
         where: MessageFilter = NO_FILTER,
     ) -> tuple[list[Message], bool]:
-        """Two reads: the sizes of the page's messages, then the rows of those that fit, so
-        bodies past the budget are never loaded."""
+        """Two reads: the footprints of the page's messages, then the rows of those that fit,
+        so bodies past the budget are never loaded."""
         values = statements.available_values(queue_id, rows.to_us(now)) | {"after": after, "limit": limit}
         sizes_read, browse = statements.FIRST_SIZES_READ, _BROWSE
         if not where.empty:
             sizes_read, browse = sizes_read.where(*_kept(where)), browse.where(*_kept(where))
         async with self._db.reading() as connection:
-            sizes = (await connection.execute(sizes_read, values)).scalars().all()
-            count = statements.fitting(sizes, max_bytes)
+            sizes = statements.footprints((await connection.execute(sizes_read, values)).all())
+            count = budget.fitting(sizes)
             found = (await connection.execute(browse, values | {"limit": count})).mappings().all()
         return [rows.message_from_row(row) for row in found], count < len(sizes) or len(sizes) == limit
 

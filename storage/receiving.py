@@ -19,7 +19,7 @@ from qm.disposal import Reason
 from qm.errors import MqError, MqErrorCode
 from qm.model import Message, Queue
 from qm.paths import QueuePath
-from qm.store import Claim, ClaimKind, Selector
+from qm.store import Budget, Claim, ClaimKind, Selector
 from storage import driver_sql, rows, statements
 from storage.consequences import Consequences
 from storage.database import Database
@@ -148,15 +148,15 @@ class Receiver:
         return int(found[0]["available"])
 
     async def take_many(
-        self, queue: Queue, limit: int, now: datetime, max_bytes: int | None = None
+        self, queue: Queue, limit: int, now: datetime, budget: Budget | None = None
     ) -> list[Message]:
         """Receive up to `limit` available messages in queue order with one DELETE statement.
-        With `max_bytes`, the first messages' sizes are read (and on PostgreSQL locked, so that
-        no other receiver takes them meanwhile) in the same transaction, and only as many are
-        taken as fit: one answer never carries more than that of bodies (but always one)."""
+        With a budget, the first messages' footprints are read (and on PostgreSQL locked, so
+        that no other receiver takes them meanwhile) in the same transaction, and only as many
+        are taken as fit in it (but always one)."""
         async with self._db.transaction() as connection:
-            if max_bytes is not None:
-                limit = await self._fitting(connection, queue.id, limit, now, max_bytes)
+            if budget is not None:
+                limit = await self._fitting(connection, queue.id, limit, now, budget)
             taken = await self._delete_first(connection, queue.id, queue.path.key, limit, now)
             if taken:
                 known = {queue.id: (queue.path, queue.settings.journal)}
@@ -266,12 +266,12 @@ class Receiver:
                     answers[index] = missing
 
     async def _fitting(
-        self, connection: AsyncConnection, queue_id: int, limit: int, now: datetime, max_bytes: int
+        self, connection: AsyncConnection, queue_id: int, limit: int, now: datetime, budget: Budget
     ) -> int:
         statement = statements.FIRST_SIZES_SQLITE if self._db.sqlite else statements.FIRST_SIZES_POSTGRESQL
         values = statements.available_values(queue_id, rows.to_us(now)) | {"after": 0, "limit": limit}
-        sizes = (await connection.execute(statement, values)).scalars().all()
-        return statements.fitting(sizes, max_bytes)
+        found = (await connection.execute(statement, values)).all()
+        return budget.fitting(statements.footprints(found))
 
     async def _delete_first(
         self, connection: AsyncConnection, queue_id: int, key: str, limit: int, now: datetime

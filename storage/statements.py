@@ -18,7 +18,7 @@ from sqlalchemy.sql.dml import ReturningDelete
 
 from qm.model import MAX_PRIORITY
 from qm.rules import COUNTER_MASK, lookup_id_for
-from qm.store import Seek, Selector
+from qm.store import Footprint, Seek, Selector
 from storage import sql_rules
 from storage.tables import AVAILABLE, messages, queues
 from storage.totals import onto_totals
@@ -276,9 +276,27 @@ receive takes the transaction with its consequences. One queue row locked, so th
 rule holds."""
 
 
+def _text_length(column: sa.ColumnElement[Any]) -> sa.ColumnElement[int]:
+    return sa.func.coalesce(sa.func.length(column), 0)
+
+
+FOOTPRINT = (
+    m.body_size,
+    sa.func.length(m.extension).label("extension_size"),
+    (
+        _text_length(m.label)
+        + _text_length(m.response_queue)
+        + _text_length(m.admin_queue)
+        + _text_length(m.destination_queue)
+    ).label("text_length"),
+)
+"""A message's Footprint: LENGTH counts a BLOB's (bytea's) bytes and a text's characters on
+both databases."""
+
+
 def _first_sizes(pinned: bool) -> sa.Select[Any]:
     first = (
-        sa.select(m.body_size)
+        sa.select(*FOOTPRINT)
         .where(available(pinned), m.lookup_id > sa.bindparam("after", type_=sa.BigInteger))
         .order_by(*queue_order(queue_first=pinned))
         .limit(sa.bindparam("limit", type_=sa.Integer))
@@ -287,19 +305,13 @@ def _first_sizes(pinned: bool) -> sa.Select[Any]:
 
 
 FIRST_SIZES_POSTGRESQL = _first_sizes(pinned=True)
-"""The body sizes of the first `:limit` available messages after lookup ID `:after`, in queue
+"""The footprints of the first `:limit` available messages after lookup ID `:after`, in queue
 order, their rows locked (skipping those another transaction holds, as a take does)."""
 FIRST_SIZES_SQLITE = _first_sizes(pinned=False)
 """FIRST_SIZES_POSTGRESQL for SQLite, where the write transaction holds the database."""
 FIRST_SIZES_READ = _first_sizes(pinned=False)
-"""The sizes a browse looks at: a plain read, nothing locked."""
+"""The footprints a browse looks at: a plain read, nothing locked."""
 
 
-def fitting(sizes: Sequence[int], max_bytes: int) -> int:
-    """How many of the first messages fit in `max_bytes` of bodies; at least one."""
-    total = 0
-    for count, size in enumerate(sizes):
-        total += size
-        if total > max_bytes:
-            return max(count, 1)
-    return len(sizes)
+def footprints(found: Sequence[Any]) -> list[Footprint]:
+    return [Footprint(int(row[0]), int(row[1]), int(row[2])) for row in found]

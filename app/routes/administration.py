@@ -3,6 +3,7 @@ resend dead letters, export to JSON lines and import them (qm.administration).""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -27,6 +28,7 @@ from app.admin_schemas import (
     parse_import,
     parse_lookup_ids,
 )
+from app.answer_bytes import answer_budget
 from app.auth import authorize, note_for_audit
 from app.docs import MESSAGE_EXAMPLE
 from app.gateway import Gateway, GatewayDep, canonical_queue
@@ -179,10 +181,10 @@ async def export_messages(
     queue = canonical_queue(gateway, path)
     administration = _administration(gateway)
     if lookup_id:
-        chosen = await administration.selected(path, parse_lookup_ids(lookup_id))
-        lines = _listed(chosen)
+        lines = await administration.selected(path, parse_lookup_ids(lookup_id))
     else:
-        lines = await administration.every_message(path)
+        budget = answer_budget(gateway.settings.max_answer_bytes, queue)
+        lines = await administration.every_message(path, budget)
     filename = re.sub(r"[^A-Za-z0-9._-]", "_", queue) + ".jsonl"
     return StreamingResponse(
         _encoded(lines, queue),
@@ -191,14 +193,11 @@ async def export_messages(
     )
 
 
-async def _listed(messages: list[Message]) -> AsyncIterator[Message]:
-    for message in messages:
-        yield message
-
-
 async def _encoded(messages: AsyncIterator[Message], queue: str) -> AsyncIterator[bytes]:
     async for message in messages:
-        yield to_json(export_line(message, queue)) + b"\n"
+        yield to_json(export_line(message, queue))
+        yield b"\n"
+        await asyncio.sleep(0)  # a page's messages are at hand: let the loop serve others between two
 
 
 @router.post(

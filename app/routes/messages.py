@@ -10,6 +10,7 @@ from pydantic import AwareDatetime
 
 from app import answers as a
 from app.admin_queues import authorize_admin_queues
+from app.answer_bytes import answer_budget
 from app.docs import MESSAGE_EXAMPLE, SENT_EXAMPLE
 from app.gateway import (
     DecodeParam,
@@ -22,8 +23,9 @@ from app.gateway import (
     gateway_of,
 )
 from app.http import json_response, message_from_request, message_response
+from app.message_pages import page_response
 from app.parameters import LOOKUP_ID_PATTERN, parse_lookup_id
-from app.schemas import MessageOut, MessagePage, SentOut, decode_base64, message_fields, sent_fields
+from app.schemas import MessagePage, SentOut, decode_base64, message_fields, sent_fields
 from qm.errors import MqError, MqErrorCode
 from qm.model import CORRELATION_ID_SIZE, Message
 from qm.store import MessageFilter
@@ -109,9 +111,10 @@ async def send(path: str, request: Request, transaction: TransactionParam = None
     "/api/queues/{path:path}/messages",
     summary="List available messages in queue order",
     description="A page at a time (keyset pagination on the lookup ID): at most `limit` messages, "
-    "stopping before its bodies pass MSMQGW_MAX_ANSWER_BYTES (at least one message); `next_after` "
-    "continues it, null at the end. Filters, all of which must hold: part of the label, class, "
-    "priority, arrival time, correlation ID.",
+    "stopping before the answer would pass MSMQGW_MAX_ANSWER_BYTES (at least one message); "
+    "`next_after` continues it, null at the end. Filters, all of which must hold: part of the "
+    "label, class, priority, arrival time, correlation ID.",
+    response_model=MessagePage,
     responses=a.answers(
         a.ok({"messages": [MESSAGE_EXAMPLE], "next_after": None}), a.INVALID_PARAMETER, a.QUEUE_PATH
     ),
@@ -142,7 +145,7 @@ async def browse(
     correlation_id: Annotated[
         str | None, Query(description="Only this correlation ID (20 bytes, base64)")
     ] = None,
-) -> MessagePage:
+) -> Response:
     where = MessageFilter(
         label=label,
         message_class=message_class,
@@ -151,11 +154,11 @@ async def browse(
         arrived_before=arrived_before,
         correlation_id=None if correlation_id is None else _correlation(correlation_id),
     )
-    budget = gateway.settings.max_answer_bytes
-    found, more = await gateway.reader.browse_within(path, parse_lookup_id(after), limit, budget, where)
     queue = canonical_queue(gateway, path)
-    page = [MessageOut.of(message, queue, decode=decode) for message in found]
-    return MessagePage(messages=page, next_after=page[-1].lookup_id if more and page else None)
+    most = gateway.settings.max_answer_bytes
+    budget = answer_budget(most, queue)
+    found, more = await gateway.reader.browse_within(path, parse_lookup_id(after), limit, budget, where)
+    return page_response(found, queue, more, most, decode)
 
 
 def _correlation(text: str) -> bytes:
@@ -177,7 +180,7 @@ def _correlation(text: str) -> bytes:
     description="Removes the first available message. With `two_phase=true` the message is locked "
     "instead and returned with a `lock_tag`: commit or abort it under /api/locks. With "
     '`max_messages=N` up to N messages are removed at once, answered as `{"messages": [...]}`, '
-    "and no more than fit in MSMQGW_MAX_ANSWER_BYTES of bodies (at least one).",
+    "and no more than fit in an answer of MSMQGW_MAX_ANSWER_BYTES (at least one).",
     responses=a.answers(RECEIVED, a.INVALID_PARAMETER, a.QUEUE_PATH, a.IN_TRANSACTION),
 )
 async def receive(
@@ -229,7 +232,7 @@ async def _receive_while_connected(
 async def _receive_batch(
     request: Request, gateway: Gateway, path: str, wait: int, max_messages: int, queue: str, decode: bool
 ) -> Response:
-    budget = gateway.settings.max_answer_bytes
+    budget = answer_budget(gateway.settings.max_answer_bytes, queue)
     taken = await gateway.reader.receive_many(path, wait, max_messages, HangUp(request), budget)
     if not taken:
         return Response(status_code=status.HTTP_204_NO_CONTENT)

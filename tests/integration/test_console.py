@@ -258,6 +258,19 @@ def test_an_operators_day_in_the_console(
     assert not errors, errors
 
 
+def test_text_sent_in_base64_is_shown_as_text(chromium: Chromium, gateway: GatewayProcess) -> None:
+    """An answer carries text of many control characters in base64, shorter than JSON would
+    write it: the viewer's Text tab shows it as text all the same."""
+    assert httpx.post(f"{gateway.base_url}/api/queues", json={"path": ORDERS}).status_code == 201
+    rest_send(gateway, ORDERS, body="\x07\x07 ring", label="bell")
+    me = Operator(chromium, None, publish=False)
+    chromium.open(f"{gateway.base_url}/console")
+    me.open_queue(ORDERS)
+    me.click("#message-table a.open")
+    me.click("#tab-text")
+    me.text("#body-text", "\x07\x07 ring")
+
+
 def test_a_principal_sees_only_the_actions_it_may_take(chromium: Chromium, gateway: GatewayProcess) -> None:
     """Signed in with a key that may peek at one queue and read properties, the operator sees
     no purge, send, edit, delete, move or import: the console asks GET /api/me/rights."""

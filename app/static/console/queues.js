@@ -296,16 +296,26 @@ function editPropertiesForm(view) {
 
 const NOT_PROPERTIES = new Set(["body", "body_base64", "decoded"]);
 
+function utf8OrNull(bytes) {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
 export async function messageView(main, path, lookupId) {
   const message = await api.get(queueUrl(path, `/messages/${lookupId}`), { decode: true });
   const rights = await rightsOn(path);
   const view = { path, queue: queueByPath(path) || { message_count: 0 }, rights };
-  // An answer holds a body once: as text when it is UTF-8, else in base64.
+  // An answer holds a body once: as text, or in base64 when it is not UTF-8 or when JSON would
+  // write it longer than base64 (control characters): such text is shown as text all the same.
   const body = message.body === null ? fromBase64(message.body_base64) : new TextEncoder().encode(message.body);
+  const text = message.body ?? utf8OrNull(body);
   const shown = h("div", { id: "body-view" });
   const tabs = {
     decoded: () => decodedView(message.decoded),
-    text: () => h("pre", { id: "body-text" }, message.body === null ? "(not UTF-8 text: see Hex)" : message.body),
+    text: () => h("pre", { id: "body-text" }, text === null ? "(not UTF-8 text: see Hex)" : text),
     hex: () => h("pre", { id: "body-hex" }, hexDump(body)),
   };
   const tabBar = h("div", { class: "tabs", role: "tablist" }, Object.keys(tabs).map((name) =>
