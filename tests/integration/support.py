@@ -101,3 +101,24 @@ def observe_wakeups(app: FastAPI) -> ObservedWakeUps:
     observed = ObservedWakeUps(gateway.manager.wakeups)
     gateway.manager.wakeups = observed
     return observed
+
+
+def gateway_of(app: FastAPI) -> Gateway:
+    gateway: Gateway = app.state.gateway
+    return gateway
+
+
+async def key_with_grants(
+    admin: httpx.AsyncClient, principal: str, *grants: tuple[str | None, list[str]]
+) -> str:
+    """A new API key for `principal`, given `grants` first ((queue pattern or None for the queue
+    manager, rights)) by the administrator `admin`."""
+    for queue, rights in grants:
+        granted = await admin.post(
+            "/api/grants", json={"principal": principal, "queue": queue, "rights": rights}
+        )
+        assert granted.status_code == 200, granted.text
+    created = await admin.post("/api/keys", json={"principal": principal})
+    assert created.status_code == 201, created.text
+    key: str = created.json()["key"]
+    return key

@@ -21,6 +21,7 @@ from soap.namespaces import SOAP_ENV
 from soap.service import TARGET_NAMESPACE
 from tests.gateway_process import free_port
 from tests.integration.support import gateway_command
+from tests.integration.support import key_with_grants as _key
 from tests.srmp_messages import receipted_request
 
 pytestmark = pytest.mark.anyio
@@ -34,18 +35,6 @@ def _client(app: FastAPI, headers: dict[str, str] | None = None) -> httpx.AsyncC
 def _local(app: FastAPI) -> httpx.AsyncClient:
     transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
     return httpx.AsyncClient(transport=transport, base_url="http://localhost")
-
-
-async def _key(admin: httpx.AsyncClient, principal: str, *grants: tuple[str | None, list[str]]) -> str:
-    for queue, rights in grants:
-        granted = await admin.post(
-            "/api/grants", json={"principal": principal, "queue": queue, "rights": rights}
-        )
-        assert granted.status_code == 200, granted.text
-    created = await admin.post("/api/keys", json={"principal": principal})
-    assert created.status_code == 201, created.text
-    key: str = created.json()["key"]
-    return key
 
 
 def _bearer(key: str) -> dict[str, str]:

@@ -9,13 +9,12 @@ from fastapi import FastAPI
 from app.outbound.receipts import StreamReceiptSender
 from qm.clock import SettableClock
 from soap import TimerMapping
-from tests.integration.support import create_queue
+from tests.integration.support import create_queue, gateway_of
 from tests.integration.test_metrics import scrape, value
 from tests.integration.test_srmp_receipts import (
     QUEUE,
     RECEIPTS,
     RecordingClient,
-    gateway_of,
     post_stream_message,
     quiet_senders,
     recording,

@@ -10,6 +10,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from tests.integration.support import key_with_grants as _key
+
 pytestmark = pytest.mark.anyio
 DENIED = "MQ_ERROR_ACCESS_DENIED"
 
@@ -20,18 +22,6 @@ def _client(app: FastAPI, key: str | None = None) -> httpx.AsyncClient:
     headers = {} if key is None else {"Authorization": f"Bearer {key}"}
     transport = httpx.ASGITransport(app=app, client=(host, 50000))
     return httpx.AsyncClient(transport=transport, base_url="http://localhost", headers=headers)
-
-
-async def _key(admin: httpx.AsyncClient, principal: str, *grants: tuple[str | None, list[str]]) -> str:
-    for queue, rights in grants:
-        granted = await admin.post(
-            "/api/grants", json={"principal": principal, "queue": queue, "rights": rights}
-        )
-        assert granted.status_code == 200, granted.text
-    created = await admin.post("/api/keys", json={"principal": principal})
-    assert created.status_code == 201, created.text
-    key: str = created.json()["key"]
-    return key
 
 
 async def _grants(admin: httpx.AsyncClient) -> list[dict[str, Any]]:

@@ -13,11 +13,10 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.gateway import Gateway
 from app.settings import Settings
 from qm.clock import SettableClock
 from soap.ids import StreamId
-from tests.integration.support import assert_problem, create_queue, json_of, send
+from tests.integration.support import assert_problem, create_queue, gateway_of, json_of, send
 from tests.srmp_messages import new_stream_id, stream_request
 
 pytestmark = pytest.mark.anyio
@@ -44,11 +43,6 @@ def settings(settings: Settings) -> Settings:
 def quiet_senders(app: FastAPI) -> None:
     """No background delivery pass: the outgoing queues keep their messages."""
     gateway_of(app).manager.outbound_work = asyncio.Event()
-
-
-def gateway_of(app: FastAPI) -> Gateway:
-    gateway: Gateway = app.state.gateway
-    return gateway
 
 
 async def post_stream(client: httpx.AsyncClient, stream: StreamId, current: int = 1) -> int:

@@ -14,11 +14,10 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.gateway import Gateway
 from app.main import create_app
 from app.settings import Settings
 from qm.clock import SettableClock
-from tests.integration.support import create_queue, json_of, send
+from tests.integration.support import create_queue, gateway_of, json_of, send
 from tests.integration.test_metrics import scrape, value
 from tests.srmp_messages import new_stream_id, plain_request, stream_request
 
@@ -45,11 +44,6 @@ def settings(settings: Settings) -> Settings:
 def quiet_senders(app: FastAPI) -> None:
     """No background delivery pass: the outgoing queues keep their messages."""
     gateway_of(app).manager.outbound_work = asyncio.Event()
-
-
-def gateway_of(app: FastAPI) -> Gateway:
-    gateway: Gateway = app.state.gateway
-    return gateway
 
 
 @asynccontextmanager

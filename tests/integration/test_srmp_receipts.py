@@ -17,7 +17,6 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.gateway import Gateway
 from app.outbound.client import PostResult, SrmpClient
 from app.outbound.delivery import OutgoingDelivery
 from app.outbound.receipts import StreamReceiptSender
@@ -28,7 +27,7 @@ from soap import SrmpEnvelope, TimerMapping, build_request, parse_request
 from soap.envelope import CommitmentReceipt, Msmq, Path, Properties, StreamReceipt
 from soap.ids import MessageId, StreamId
 from soap.times import SrmpTime
-from tests.integration.support import create_queue, send
+from tests.integration.support import create_queue, gateway_of, send
 from tests.integration.test_metrics import scrape, value
 from tests.srmp_messages import HOUR_S, new_stream_id, stream_request
 
@@ -70,11 +69,6 @@ def quiet_senders(app: FastAPI) -> None:
     """The background senders start a pass whenever `outbound_work` is set, and a pass of
     theirs would race the test's own: they keep waiting on an event nobody sets any more."""
     gateway_of(app).manager.outbound_work = asyncio.Event()
-
-
-def gateway_of(app: FastAPI) -> Gateway:
-    gateway: Gateway = app.state.gateway
-    return gateway
 
 
 async def post_stream_message(
