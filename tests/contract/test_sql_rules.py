@@ -120,8 +120,8 @@ def test_nothing_follows_a_receipt_only_where_the_policy_places_nothing(
     transactional: bool,
     receipts_to: str,
 ) -> None:
-    """statements.TAKE_PLAIN_FIRST deletes a message in one statement only where this says
-    nothing follows (the queue's journaling is checked apart: here it is off)."""
+    """PostgreSQL's claim (storage/claims.py) writes no outbox row for a received message only
+    where this says nothing follows (the queue's journaling is checked apart: here it is off)."""
     message, row = _message_and_row(journal, acknowledge, admin_queue, stream, transactional)
     if _judged(engine, sql_rules.nothing_follows_receipt(), row):
         assert _consequences(message, Reason.RECEIVED, transactional, receipts_to) == []
