@@ -128,9 +128,10 @@ outbox = sa.Table(
     *(sa.Column(c.name, c.type, nullable=c.nullable) for c in messages.c if c.name != "lookup_id"),
 )
 """Messages removed whose consequences (journal copy, acknowledgment, final receipt) are not
-placed yet: written by the statement that removed them, with their queue as it was then, and
-deleted by the transaction that places those consequences (storage/outbox.py; migration 0017).
-A message leaves once, so its lookup ID is the key that makes the placement happen once."""
+placed yet: written by the statement that removed them, with their queue as it was then and
+when they left (`departed_at`, for whoever looks at rows left over), and deleted by the
+transaction that places those consequences (storage/outbox.py; migration 0017). A message
+leaves once, so its lookup ID is the key that makes the placement happen once."""
 
 transactions = sa.Table(
     "transactions",
