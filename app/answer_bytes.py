@@ -11,7 +11,7 @@ bound on the rest of its fields.
 
 from __future__ import annotations
 
-from qm.store import Budget, Footprint
+from qm.store import Budget, base64_size
 
 _ESCAPED = bytes(range(0x20)) + b'"\\'
 """The bytes JSON writes escaped (UTF-8 above ASCII goes as it is)."""
@@ -24,10 +24,6 @@ ENVELOPE_BYTES = 64
 """Most bytes around the messages of a page: `{"messages":[`, `],"next_after":"…"}`."""
 TEXT_CHARACTER_BYTES = 6
 """Most bytes JSON writes for one character (`\\u0001`; UTF-8 takes at most four)."""
-
-
-def base64_size(size: int) -> int:
-    return (size + 2) // 3 * 4
 
 
 def json_text_size(body: bytes) -> int:
@@ -51,15 +47,5 @@ def body_text(body: bytes) -> str | None:
 
 def answer_budget(max_answer_bytes: int, queue: str) -> Budget:
     """The budget of one answer listing messages of this queue (as URLs write it)."""
-    queue_bytes = TEXT_CHARACTER_BYTES * len(queue)
-
-    def weigh(footprint: Footprint) -> int:
-        return (
-            MESSAGE_FIELDS_BYTES
-            + queue_bytes
-            + base64_size(footprint.body)
-            + base64_size(footprint.extension)
-            + TEXT_CHARACTER_BYTES * footprint.text
-        )
-
-    return Budget(max_answer_bytes - ENVELOPE_BYTES, weigh)
+    per_message = MESSAGE_FIELDS_BYTES + TEXT_CHARACTER_BYTES * len(queue)
+    return Budget(max_answer_bytes - ENVELOPE_BYTES, per_message, TEXT_CHARACTER_BYTES)

@@ -112,7 +112,7 @@ def _journal_copy(counter: int, guid: str, body: bytes) -> dict[str, Any]:
         "ttbr_deadline": None, "ttrq_deadline": None, "first_in_xact": 0, "last_in_xact": 0,
         "abort_count": 0, "destination_queue": "private$\\bench", "transactional": 0,
         "original_arrived_time": sent + 10, "received_time": sent + DAY_US // 2,
-        "dead_lettered_time": None, "srmp_stream_id": None, "srmp_ordinal": None,
+        "dead_lettered_time": None, "srmp_stream_id": None, "srmp_ordinal": None, "srmp_source": None,
     }  # fmt: skip
 
 

@@ -94,13 +94,28 @@ class Footprint:
     text: int
 
 
+def base64_size(size: int) -> int:
+    return (size + 2) // 3 * 4
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """How many messages one answer may carry: those whose weights (`weigh` of each message's
-    footprint, in the order they are read) add up to `max_bytes` at most, and always one."""
+    """How many messages one answer may carry: those whose weights, in the order they are read,
+    add up to `max_bytes` at most, and always one. A message weighs `per_message`, its body and
+    extension in base64, and `text_character_bytes` per character of its texts: a sum the
+    store can also compute in SQL (PostgreSQL's receive claim, storage/claims.py)."""
 
     max_bytes: int
-    weigh: Callable[[Footprint], int]
+    per_message: int
+    text_character_bytes: int
+
+    def weigh(self, footprint: Footprint) -> int:
+        return (
+            self.per_message
+            + base64_size(footprint.body)
+            + base64_size(footprint.extension)
+            + self.text_character_bytes * footprint.text
+        )
 
     def fitting(self, footprints: Sequence[Footprint]) -> int:
         """How many of the first messages fit; at least one (none of none)."""

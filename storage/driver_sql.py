@@ -4,7 +4,7 @@ Through SQLAlchemy's execution layer a prebuilt select cost about 215-290 µs of
 PostgreSQL and 245 µs on SQLite (with the one-trip cursor), against about 72 and 75 µs
 straight through asyncpg and aiosqlite; a send runs two to six statements, a receive one
 to three (PostgreSQL merges some: see statements.QUEUE_ROOM_WITH_COUNTERS and
-TAKE_PLAIN_FIRST). So the named Core statements of `storage/statements.py` are compiled here once per
+storage/claims.py). So the named Core statements of `storage/statements.py` are compiled here once per
 dialect (and per length of their IN lists) to the SQL SQLAlchemy would send, the order of
 their positional values and the type conversions SQLAlchemy would apply, and run on the
 driver connection. SQLAlchemy still owns the connection and the transaction: `begin` makes

@@ -1,5 +1,6 @@
 """Housekeeping: idle transactions, expired two-phase locks and idle cursors ended; forgotten
-duplicate keys; messages past their time to be received removed (the sweeper)."""
+duplicate keys; outbox rows left by a crash placed; messages past their time to be received
+removed (the sweeper)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sqlalchemy as sa
 
 from qm.disposal import Placement, Reason
 from qm.store import ReleaseReport
-from storage import holds, rows
+from storage import holds, outbox, rows
 from storage.consequences import Consequences, remove_past_deadline
 from storage.database import Database
 from storage.tables import AVAILABLE, cursors, messages, received_message_ids, transactions
@@ -56,6 +57,9 @@ class Housekeeping:
             gone.extend(purged)
             placements.extend(await consequences.earned(purged, Reason.PURGED))
             touched.update(row["queue_id"] for row in locked)
+            # What receives wrote down and did not place (a crash, a cancelled call): never
+            # waiting (SKIP LOCKED), placed in the one settlement below.
+            placements.extend(await outbox.take_left_over(self._db, connection, consequences))
             await consequences.settle(gone, placements)
             closed = await connection.execute(sa.delete(cursors).where(cursors.c.expires_at <= now_us))
         return ReleaseReport(len(locked), len(expired), int(closed.rowcount), frozenset(touched))

@@ -1,6 +1,9 @@
-"""Receives: claims of a selector's message (receive, lock for a transaction, two-phase lock),
-the group receive of a queue's first message (one statement on PostgreSQL where nothing
-follows the removal), and batched receives."""
+"""Receives: the group receive of a queue's first message, a selector's message, a batch; and
+the claims of a selector's message for a transaction or a two-phase lock.
+
+One claim per dialect (docs/store.md, "Receives"): on PostgreSQL every receive is one
+statement (storage/claims.py) whose outbox rows storage/outbox.py places right after it; on
+SQLite, one transaction that deletes, subtracts and places (Consequences.removed)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ from qm.errors import MqError, MqErrorCode
 from qm.model import Message, Queue
 from qm.paths import QueuePath
 from qm.store import Budget, Claim, ClaimKind, Selector
-from storage import driver_sql, rows, statements
+from storage import claims, driver_sql, outbox, rows, statements
+from storage.claims import Aim, Target
 from storage.consequences import Consequences
 from storage.database import Database
 from storage.group_commit import GroupCommit, GroupCommitConfig
@@ -42,7 +46,7 @@ class ReceiveRequest:
     caller: asyncio.Task[Any] | None = field(default_factory=asyncio.current_task)
     left_after: list[int] = field(default_factory=list)
     """Set by a batch that read what the queue had left once it took its messages
-    (TAKE_PLAIN_FIRST), for the caller served by it: how many were available still."""
+    (PostgreSQL's claim), for the caller served by it: how many were available still."""
 
     @property
     def abandoned(self) -> bool:
@@ -98,6 +102,11 @@ class Receiver:
     async def take(self, queue: Queue, selector: Selector, now: datetime, claim: Claim) -> Message | None:
         if claim.kind is ClaimKind.RECEIVE and selector.first:
             return await self._receive_first(queue, now)
+        if claim.kind is ClaimKind.RECEIVE and not self._db.sqlite:
+            target = Target(Aim.SELECTED, statements.TargetShape.of(selector, lock_rows=True))
+            values = statements.target_values(queue.id, selector, rows.to_us(now)) | {"key": queue.path.key}
+            taken = (await self._claim(target, values, now)).taken
+            return rows.message_from_row(taken[0]) if taken else None
         statement = _take(statements.TargetShape.of(selector, lock_rows=not self._db.sqlite), claim.kind)
         values = statements.target_values(queue.id, selector, rows.to_us(now)) | _hold(claim)
         async with self._db.transaction() as connection:
@@ -151,9 +160,16 @@ class Receiver:
         self, queue: Queue, limit: int, now: datetime, budget: Budget | None = None
     ) -> list[Message]:
         """Receive up to `limit` available messages in queue order with one DELETE statement.
-        With a budget, the first messages' footprints are read (and on PostgreSQL locked, so
-        that no other receiver takes them meanwhile) in the same transaction, and only as many
-        are taken as fit in it (but always one)."""
+        With a budget, only as many are taken as fit in it (but always one). PostgreSQL: the
+        claim, weights checked in it (statements.WEIGHT); SQLite: the first messages' footprints
+        read in the transaction that deletes them."""
+        if not self._db.sqlite:
+            target = Target(Aim.FIRST if budget is None else Aim.FITTING)
+            values = statements.available_values(queue.id, rows.to_us(now))
+            values |= {"key": queue.path.key, "limit": limit}
+            if budget is not None:
+                values |= statements.budget_values(budget)
+            return [rows.message_from_row(row) for row in (await self._claim(target, values, now)).taken]
         async with self._db.transaction() as connection:
             if budget is not None:
                 limit = await self._fitting(connection, queue.id, limit, now, budget)
@@ -166,39 +182,46 @@ class Receiver:
     async def _receive_batch(
         self, requests: Sequence[ReceiveRequest]
     ) -> list[Message | BaseException | None]:
-        """Concurrent plain receives in one transaction (one commit, one fsync): each queue's
-        first messages, one per caller, handed out in queue order to the callers in the order
-        they asked. A caller left without a message gets None and waits as before; one whose
-        queue is gone (or its ID now names another queue) gets MQ_ERROR_QUEUE_NOT_FOUND. If a
-        caller is cancelled while the batch runs, the transaction is rolled back and run again
-        without it, so no message is taken for nobody."""
+        """Concurrent plain receives: each queue's first messages, one per caller, handed out in
+        queue order to the callers in the order they asked (PostgreSQL: one claim per queue;
+        SQLite: one transaction, one fsync, for all). A caller left without a message gets None
+        and waits as before; one whose queue is gone (or its ID now names another queue) gets
+        MQ_ERROR_QUEUE_NOT_FOUND. If a caller is cancelled before its claim commits, the claim
+        does not run (or its transaction is rolled back) and runs again without it, so no
+        message is taken for nobody."""
         answers: list[Message | BaseException | None] = [None] * len(requests)
-        while True:
-            live = [index for index, request in enumerate(requests) if not request.abandoned]
-            if not live:
-                return answers
-            try:
-                taken = await self._receive_together([requests[index] for index in live])
-            except _CallerWentAway:
-                continue
-            for index, answer in zip(live, taken, strict=True):
-                answers[index] = answer
-            return answers
+        for indexes in self._claims_of(requests):
+            while True:
+                live = [index for index in indexes if not requests[index].abandoned]
+                if not live:
+                    break
+                try:
+                    taken = await self._receive_together([requests[index] for index in live])
+                except _CallerWentAway:
+                    continue
+                for index, answer in zip(live, taken, strict=True):
+                    answers[index] = answer
+                break
+        return answers
+
+    def _claims_of(self, requests: Sequence[ReceiveRequest]) -> list[list[int]]:
+        """The requests each claim serves: those of one queue on PostgreSQL, all on SQLite."""
+        if self._db.sqlite:
+            return [list(range(len(requests)))]
+        callers: dict[tuple[int, str], list[int]] = {}
+        for index, request in enumerate(requests):
+            callers.setdefault((request.queue.id, request.queue.path.key), []).append(index)
+        return list(callers.values())
 
     async def _receive_together(
         self, requests: Sequence[ReceiveRequest]
     ) -> list[Message | BaseException | None]:
         now = max(request.now for request in requests)  # the strictest view of TTBR
+        if not self._db.sqlite:
+            return await self._claim_first(requests, now)
         callers: dict[tuple[int, str], list[int]] = {}
         for index, request in enumerate(requests):
             callers.setdefault((request.queue.id, request.queue.path.key), []).append(index)
-        if len(callers) == 1 and not self._db.sqlite and not requests[0].queue.settings.journal:
-            [(queue_id, key)] = callers
-            plain = await self._take_plain_first(queue_id, key, requests, now)
-            if plain is not None:
-                for request in requests:
-                    request.left_after.append(plain.left)
-                return plain.answers(len(requests))
         answers: list[Message | BaseException | None] = [None] * len(requests)
         async with self._db.transaction() as connection:
             known: dict[int, tuple[QueuePath, bool]] = {}
@@ -219,31 +242,43 @@ class Receiver:
                 raise _CallerWentAway  # roll back: the batch runs again without that caller
         return answers
 
-    async def _take_plain_first(
-        self, queue_id: int, key: str, requests: Sequence[ReceiveRequest], now: datetime
-    ) -> _PlainTake | None:
-        """PostgreSQL: the queue's first messages taken in one statement that is its own
-        transaction (statements.TAKE_PLAIN_FIRST: one round trip where the transaction takes
-        four), if their removal places nothing; None where the transaction must run (the
-        queue journals, or a message needs its consequences). The commit is the statement's:
-        like the COMMIT it replaces, a caller cancelled meanwhile does not give its message
-        back."""
-        limit = len(requests)
-        values = statements.available_values(queue_id, rows.to_us(now)) | {"key": key, "limit": limit}
+    async def _claim_first(
+        self, requests: Sequence[ReceiveRequest], now: datetime
+    ) -> list[Message | BaseException | None]:
+        """PostgreSQL: the first messages of the callers' one queue, one claim for them all."""
+        queue = requests[0].queue
+        values = statements.available_values(queue.id, rows.to_us(now))
+        values |= {"key": queue.path.key, "limit": len(requests)}
+        claimed = await self._claim(Target(Aim.FIRST), values, now, requests)
+        if claimed.gone:
+            return [MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")] * len(requests)
+        left = max(claimed.available_before - len(claimed.taken), 0)
+        for request in requests:
+            request.left_after.append(left)
+        answers: list[Message | BaseException | None] = [rows.message_from_row(row) for row in claimed.taken]
+        return answers + [None] * (len(requests) - len(answers))
+
+    async def _claim(
+        self, target: Target, values: dict[str, Any], now: datetime, callers: Sequence[ReceiveRequest] = ()
+    ) -> _Claimed:
+        """PostgreSQL's receive: the claim in autocommit (one round trip; like the COMMIT it
+        replaces, a caller cancelled while it runs does not give its message back), then the
+        placement of what its outbox rows earn. Where another transaction holds the queue's
+        row, the claim that waits for it, in a transaction rolled back for `callers` cancelled
+        meanwhile (a caller's own cancellation rolls it back too)."""
         async with self._db.engine.connect() as connection:
-            if any(request.abandoned for request in requests):
-                return None  # went away while a connection was found: the transaction decides
-            found = await driver_sql.read(connection, statements.TAKE_PLAIN_FIRST, values)
-        if not found or found[0][statements.QUEUE_KEY] != key:
-            return _PlainTake([], 0, gone=True)
-        if not found[0][statements.QUEUE_LOCKED]:
-            return None  # the queue journals, or a send holds its row: the transaction waits
-        available = int(found[0][statements.AVAILABLE_BEFORE])
-        if found[0][statements.FIRST_LOCKED] is None:
-            return _PlainTake([], available)
-        if found[0]["lookup_id"] is None:
-            return None
-        return _PlainTake(found, max(available - len(found), 0))
+            if any(request.abandoned for request in callers):
+                raise _CallerWentAway  # went away while a connection was found
+            found = await driver_sql.read(connection, claims.claim(target), values)
+        claimed = _Claimed.of(found, values["key"])
+        if claimed.busy:
+            async with self._db.transaction() as connection:
+                found = await driver_sql.fetch(connection, claims.claim(target, wait=True), values)
+                if any(request.abandoned for request in callers):
+                    raise _CallerWentAway  # roll back: the batch runs again without that caller
+            claimed = _Claimed.of(found, values["key"])
+        await outbox.place_departed(self._db, claimed.departed, now)
+        return claimed
 
     @staticmethod
     async def _answer_missing(
@@ -268,7 +303,7 @@ class Receiver:
     async def _fitting(
         self, connection: AsyncConnection, queue_id: int, limit: int, now: datetime, budget: Budget
     ) -> int:
-        statement = statements.FIRST_SIZES_SQLITE if self._db.sqlite else statements.FIRST_SIZES_POSTGRESQL
+        statement = statements.FIRST_SIZES_SQLITE
         values = statements.available_values(queue_id, rows.to_us(now)) | {"after": 0, "limit": limit}
         found = (await connection.execute(statement, values)).all()
         return budget.fitting(statements.footprints(found))
@@ -279,27 +314,33 @@ class Receiver:
         """Delete the first `limit` available messages of the queue with this ID and path key (none
         if the ID names no queue of that key now); return their rows in queue order, with the
         queue's journaling (statements.QUEUE_JOURNAL)."""
-        statement = statements.TAKE_FIRST_SQLITE if self._db.sqlite else statements.TAKE_FIRST_POSTGRESQL
+        statement = statements.TAKE_FIRST_SQLITE
         values = statements.available_values(queue_id, rows.to_us(now)) | {"key": key, "limit": limit}
         found = await driver_sql.fetch(connection, statement, values)
         return sorted(found, key=lambda row: row["lookup_id"])
 
 
 @dataclass(frozen=True, slots=True)
-class _PlainTake:
-    """What TAKE_PLAIN_FIRST did: the rows it deleted (in queue order), how many messages the
-    queue had available besides (`left`), or that the queue is gone."""
+class _Claimed:
+    """What a claim did: the rows it deleted (in queue order), those of them whose outbox rows
+    it wrote, how many messages the queue had available (Aim.FIRST), or that the queue is
+    gone, or that another transaction held its row (nothing taken)."""
 
     taken: list[Any]
-    left: int
+    departed: list[int]
+    available_before: int = 0
     gone: bool = False
+    busy: bool = False
 
-    def answers(self, callers: int) -> list[Message | BaseException | None]:
-        """One per caller in the order they asked: a message each while there are some."""
-        if self.gone:
-            return [MqError(MqErrorCode.MQ_ERROR_QUEUE_NOT_FOUND, "the queue was deleted")] * callers
-        answers: list[Message | BaseException | None] = [rows.message_from_row(row) for row in self.taken]
-        return answers + [None] * (callers - len(answers))
+    @classmethod
+    def of(cls, found: Sequence[Any], key: str) -> _Claimed:
+        if not found or found[0][claims.QUEUE_KEY] != key:
+            return cls([], [], gone=True)
+        if not found[0][claims.QUEUE_LOCKED]:
+            return cls([], [], busy=True)
+        taken = [row for row in found if row["lookup_id"] is not None]
+        departed = [row[claims.DEPARTED] for row in taken if row[claims.DEPARTED] is not None]
+        return cls(taken, departed, int(found[0].get(claims.AVAILABLE_BEFORE) or 0))
 
 
 class _CallerWentAway(Exception):

@@ -46,15 +46,15 @@ def asks_dead_letter() -> sa.ColumnElement[bool]:
     return m.journal.op("&")(constant(JournalFlags.DEADLETTER)) != 0
 
 
-def nothing_follows_receipt() -> sa.ColumnElement[bool]:
+def nothing_follows_receipt(row: Any = m) -> sa.ColumnElement[bool]:
     """A received message whose removal can place nothing (DisposalPolicy.consequences for
-    Reason.RECEIVED), judged from its row alone and on the safe side: no receive
-    acknowledgment it asks for (no admin queue, or no MQMSG_ACKNOWLEDGMENT_POS_RECEIVE:
-    qm.acks.requested) and no incoming SRMP stream (a final receipt). The queue's own
-    journaling is checked apart."""
-    asks_on_receipt = m.acknowledge.op("&")(constant(Acknowledgment.POS_RECEIVE)) != 0
-    no_acknowledgment = sa.or_(m.admin_queue.is_(None), ~asks_on_receipt)
-    return sa.and_(no_acknowledgment, m.srmp_stream_id.is_(None))
+    Reason.RECEIVED), judged from its row alone (`row`: the `messages` columns, or those of
+    a CTE returning them) and on the safe side: no receive acknowledgment it asks for (no
+    admin queue, or no MQMSG_ACKNOWLEDGMENT_POS_RECEIVE: qm.acks.requested) and no incoming
+    SRMP stream (a final receipt). The queue's own journaling is checked apart."""
+    asks_on_receipt = row.acknowledge.op("&")(constant(Acknowledgment.POS_RECEIVE)) != 0
+    no_acknowledgment = sa.or_(row.admin_queue.is_(None), ~asks_on_receipt)
+    return sa.and_(no_acknowledgment, row.srmp_stream_id.is_(None))
 
 
 def removal_may_follow() -> sa.ColumnElement[bool]:

@@ -18,10 +18,8 @@ from sqlalchemy.sql.dml import ReturningDelete
 
 from qm.model import MAX_PRIORITY
 from qm.rules import COUNTER_MASK, lookup_id_for
-from qm.store import Footprint, Seek, Selector
-from storage import sql_rules
+from qm.store import Budget, Footprint, Seek, Selector
 from storage.tables import AVAILABLE, messages, queues
-from storage.totals import onto_totals
 
 m = messages.c
 q = queues.c
@@ -169,111 +167,25 @@ QUEUE_JOURNAL = "queue_journal"
 """TAKE_FIRST's column for its queue's journaling, as it is now."""
 
 
-def _take_first(pinned: bool) -> ReturningDelete[Any]:
+def _take_first() -> ReturningDelete[Any]:
     queue_id = sa.bindparam("queue", type_=sa.Integer)
     still_there = sa.exists().where(
         q.id == queue_id, q.path_key == sa.bindparam("key", type_=q.path_key.type)
     )
     first = (
         sa.select(m.lookup_id)
-        .where(available(pinned), still_there)
-        .order_by(*queue_order(queue_first=pinned))
+        .where(available(), still_there)
+        .order_by(*queue_order())
         .limit(sa.bindparam("limit", type_=sa.Integer))
     )
-    if pinned:
-        first = first.with_for_update(skip_locked=True)
     journal = sa.select(q.journal).where(q.id == m.queue_id).scalar_subquery().label(QUEUE_JOURNAL)
-    chosen = _one_of(first) if pinned else m.lookup_id.in_(first)
-    return sa.delete(messages).where(chosen).returning(*messages.c, journal)
+    return sa.delete(messages).where(m.lookup_id.in_(first)).returning(*messages.c, journal)
 
 
-def _one_of(lookup_ids: sa.Select[Any]) -> sa.ColumnElement[bool]:
-    """PostgreSQL: `lookup_id = ANY(ARRAY(subquery))`, the rows found through the primary key.
-    With `lookup_id IN (subquery)` the generic plan, which cannot see `:limit`, expects a tenth
-    of the table and joins against a scan of all of it; the plan cache would then keep
-    planning every execution anew (tests/contract/test_query_plans.py)."""
-    return m.lookup_id == sa.any_(sa.func.array(lookup_ids.scalar_subquery()))
-
-
-TAKE_FIRST_POSTGRESQL = _take_first(pinned=True)
-"""Delete the first `:limit` available messages (available_values) of the queue `:queue` if its
-path key is still `:key`; return their rows and the queue's journaling. One statement: the
-queue's check and the claim. It locks message rows only: the queues' totals are changed
-afterwards, every queue row of the transaction locked in ascending ID order as sends lock
-them (tests/contract/test_lock_order.py)."""
-TAKE_FIRST_SQLITE = _take_first(pinned=False)
-"""TAKE_FIRST_POSTGRESQL without pinning the queue in the plan."""
-
-
-def _take_plain_first() -> sa.Select[Any]:
-    queue_id = sa.bindparam("queue", type_=sa.Integer)
-    key = sa.bindparam("key", type_=q.path_key.type)
-    # The queue's row first, and without waiting: a statement that commits by itself must not
-    # wait (for a send holding the row), or a caller cancelled meanwhile loses its message.
-    queue_row = (
-        sa.select(q.id)
-        .where(q.id == queue_id, q.path_key == key, q.journal.is_(False))
-        .with_for_update(key_share=True, skip_locked=True)
-        .cte("queue_row")
-    )
-    unjournaled = sa.exists(sa.select(queue_row.c.id))
-    first = (
-        sa.select(m.lookup_id, sql_rules.nothing_follows_receipt().label("plain"))
-        .where(available(pinned=True), unjournaled)
-        .order_by(*queue_order(queue_first=True))
-        .limit(sa.bindparam("limit", type_=sa.Integer))
-        .with_for_update(skip_locked=True)
-        .cte("first_available")
-    )
-    taken = (
-        sa.delete(messages)
-        .where(_one_of(sa.select(first.c.lookup_id)), ~sa.exists().where(~first.c.plain), unjournaled)
-        .returning(*messages.c)
-        .cte("taken")
-    )
-    totals = onto_totals(taken, sign=-1).cte("totals")
-    queue_now = sa.select(q.path_key).where(q.id == queue_id).subquery("queue_now")
-    some = sa.select(m.lookup_id).where(available(pinned=True)).order_by(*queue_order(queue_first=True))
-    available_before = sa.select(sa.func.count()).select_from(some.limit(COUNT_AT_MOST).subquery())
-    return (
-        sa.select(
-            queue_now.c.path_key.label(QUEUE_KEY),
-            unjournaled.label(QUEUE_LOCKED),
-            available_before.scalar_subquery().label(AVAILABLE_BEFORE),
-            first.c.lookup_id.label(FIRST_LOCKED),
-            *(taken.c[column.key] for column in messages.c),
-        )
-        .select_from(
-            queue_now.outerjoin(first.outerjoin(taken, taken.c.lookup_id == first.c.lookup_id), sa.true())
-        )
-        .order_by(first.c.lookup_id)
-        .add_cte(totals)
-    )
-
-
-QUEUE_KEY = "queue_key"
-"""TAKE_PLAIN_FIRST's column for the queue's path key as it is now."""
-QUEUE_LOCKED = "queue_locked"
-"""TAKE_PLAIN_FIRST's column: whether it locked the queue's row (false: the queue journals,
-or another transaction holds the row, and nothing was taken)."""
-AVAILABLE_BEFORE = "available_before"
-"""TAKE_PLAIN_FIRST's column for how many messages the queue had available when the statement
-began (its snapshot: those it took included, and those another receiver is taking),
-counted up to COUNT_AT_MOST."""
-FIRST_LOCKED = "first_locked"
-"""TAKE_PLAIN_FIRST's column for the lookup ID of each first available message it locked."""
-
-TAKE_PLAIN_FIRST = _take_plain_first()
-"""PostgreSQL, one statement that is its own transaction (autocommit, no BEGIN or COMMIT round
-trips): lock the queue `:queue`'s row if its path key is still `:key`, it does not journal and
-no other transaction holds it (never waiting: SKIP LOCKED), then its first `:limit` available
-messages; if every one of them is plain (_plain_receipt), delete them and subtract them from
-the queue's totals. Rows: none if the queue ID names no queue; else one per message locked
-(FIRST_LOCKED; one row with NULL if none), each with the queue's key now (QUEUE_KEY),
-whether its row was locked (QUEUE_LOCKED), what was available (AVAILABLE_BEFORE) and the
-deleted message's columns, NULL when nothing was deleted: then nothing changed, and the
-receive takes the transaction with its consequences. One queue row locked, so the lock-order
-rule holds."""
+TAKE_FIRST_SQLITE = _take_first()
+"""SQLite: delete the first `:limit` available messages (available_values) of the queue `:queue`
+if its path key is still `:key`; return their rows and the queue's journaling. (PostgreSQL's
+receives are claims: storage/claims.py.)"""
 
 
 def _text_length(column: sa.ColumnElement[Any]) -> sa.ColumnElement[int]:
@@ -294,6 +206,27 @@ FOOTPRINT = (
 both databases."""
 
 
+def _base64_size(size: sa.ColumnElement[int]) -> sa.ColumnElement[int]:
+    return (size + 2) // 3 * 4
+
+
+WEIGHT = (
+    sa.bindparam("per_message", type_=sa.BigInteger)
+    + _base64_size(m.body_size)
+    + _base64_size(sa.func.coalesce(sa.func.length(m.extension), 0))
+    + sa.bindparam("text_character_bytes", type_=sa.BigInteger) * FOOTPRINT[2]
+)
+"""qm.store.Budget.weigh of a message's row, in SQL (bound from a Budget: budget_values)."""
+
+
+def budget_values(budget: Budget) -> dict[str, int]:
+    return {
+        "max_bytes": budget.max_bytes,
+        "per_message": budget.per_message,
+        "text_character_bytes": budget.text_character_bytes,
+    }
+
+
 def _first_sizes(pinned: bool) -> sa.Select[Any]:
     first = (
         sa.select(*FOOTPRINT)
@@ -304,11 +237,9 @@ def _first_sizes(pinned: bool) -> sa.Select[Any]:
     return first.with_for_update(skip_locked=True) if pinned else first
 
 
-FIRST_SIZES_POSTGRESQL = _first_sizes(pinned=True)
-"""The footprints of the first `:limit` available messages after lookup ID `:after`, in queue
-order, their rows locked (skipping those another transaction holds, as a take does)."""
 FIRST_SIZES_SQLITE = _first_sizes(pinned=False)
-"""FIRST_SIZES_POSTGRESQL for SQLite, where the write transaction holds the database."""
+"""The footprints of the first `:limit` available messages after lookup ID `:after`, in queue
+order, in SQLite's write transaction (PostgreSQL's claim weighs them itself: WEIGHT)."""
 FIRST_SIZES_READ = _first_sizes(pinned=False)
 """The footprints a browse looks at: a plain read, nothing locked."""
 

@@ -118,6 +118,24 @@ messages = sa.Table(
     sa.Index("ix_messages_lock_expires_at", "lock_expires_at"),
 )
 
+outbox = sa.Table(
+    "outbox",
+    metadata,
+    sa.Column("lookup_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("reason", sa.String(32), nullable=False),
+    sa.Column("departed_at", sa.BigInteger, nullable=False),
+    sa.Column("queue_kind", sa.String(16), nullable=False),
+    sa.Column("queue_name", sa.String(600), nullable=False),
+    sa.Column("queue_is_journal", sa.Boolean, nullable=False),
+    sa.Column("queue_journal", sa.Boolean, nullable=False),
+    *(sa.Column(c.name, c.type, nullable=c.nullable) for c in messages.c if c.name != "lookup_id"),
+)
+"""Messages removed whose consequences (journal copy, acknowledgment, final receipt) are not
+placed yet: written by the statement that removed them, with their queue as it was then and
+when they left (`departed_at`, for whoever looks at rows left over), and deleted by the
+transaction that places those consequences (storage/outbox.py; migration 0017). A message
+leaves once, so its lookup ID is the key that makes the placement happen once."""
+
 transactions = sa.Table(
     "transactions",
     metadata,

@@ -20,9 +20,10 @@ from qm.config import ManagerConfig
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueSettings
 from qm.reading import QueueReader
-from qm.store import Claim, ClaimKind, Seek, Selector
+from qm.store import Budget, Claim, ClaimKind, Seek, Selector
 from qm.wakeups import WakeUps
-from storage import driver_sql, rows, send_statements, statements
+from storage import claims, driver_sql, rows, send_statements, statements
+from storage.claims import Aim, Target
 from storage.counters import allocate_counters
 from storage.engine import make_engine
 from storage.errors import is_unavailable
@@ -88,7 +89,7 @@ async def test_the_send_and_receive_statements_give_on_the_driver_what_they_give
 ) -> None:
     first, second = await _stocked(manager)
     room = send_statements.QUEUE_ROOM if store.db.sqlite else send_statements.QUEUE_ROOM_LOCKED
-    take = statements.TAKE_FIRST_SQLITE if store.db.sqlite else statements.TAKE_FIRST_POSTGRESQL
+    take = statements.TAKE_FIRST_SQLITE if store.db.sqlite else claims.claim(Target(Aim.FIRST))
     key = (await manager.get_queue("private$/driver-a")).path.key
     now = rows.to_us(clock.now())
     cases: list[tuple[Any, dict[str, Any]]] = [
@@ -99,6 +100,7 @@ async def test_the_send_and_receive_statements_give_on_the_driver_what_they_give
         (take, statements.available_values(first, now) | {"key": key, "limit": 2}),
         (take, statements.available_values(first, now) | {"key": "private$/other", "limit": 1}),
         *_claims(store, first, now),
+        *_postgresql_claims(store, first, key, now),
     ]
     for statement, values in cases:
         through_sqlalchemy, on_the_driver = await _both_ways(store, statement, values)
@@ -114,6 +116,28 @@ def _claims(store: SqlStore, queue_id: int, now: int) -> list[tuple[Any, dict[st
     values = statements.target_values(queue_id, selector, now)
     lock = Claim(ClaimKind.LOCK, "tag", rows.from_us(now + 1_000_000))
     return [(_take(shape, ClaimKind.RECEIVE), values), (_take(shape, ClaimKind.LOCK), values | _hold(lock))]
+
+
+def _postgresql_claims(
+    store: SqlStore, queue_id: int, key: str, now: int
+) -> list[tuple[Any, dict[str, Any]]]:
+    """PostgreSQL's receive claims of as many first messages as fit, and of a selector's
+    target, each also in the form that waits for the queue's row (storage/claims.py)."""
+    if store.db.sqlite:
+        return []
+    selector = Selector(Seek.ARRIVED_AFTER, known=frozenset({1, 2}))
+    selected = Target(Aim.SELECTED, TargetShape.of(selector, lock_rows=True))
+    budget = statements.budget_values(Budget(max_bytes=1, per_message=0, text_character_bytes=6))
+    fitting = statements.available_values(queue_id, now) | {"key": key, "limit": 2} | budget
+    return [
+        (claims.claim(Target(Aim.FITTING)), fitting),
+        (claims.claim(Target(Aim.FITTING), wait=True), fitting),
+        (claims.claim(selected), statements.target_values(queue_id, selector, now) | {"key": key}),
+        (
+            claims.claim(Target(Aim.FIRST), wait=True),
+            statements.available_values(queue_id, now) | {"key": key, "limit": 1},
+        ),
+    ]
 
 
 async def test_counters_and_duplicate_keys_on_the_driver(store: SqlStore, manager: QueueManager) -> None:

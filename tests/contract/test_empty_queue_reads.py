@@ -30,7 +30,7 @@ PATH = "private$/orders"
 def statements_run(manager: QueueManager, monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """The first word of each statement the manager's store runs in the block, through
     SQLAlchemy or straight on the driver (storage.driver_sql), DELETE for a claim written
-    as a WITH query (statements.TAKE_PLAIN_FIRST); `counts`: the count reads."""
+    as a WITH query (PostgreSQL's claim, storage/claims.py); `counts`: the count reads."""
     store = manager.store
     assert isinstance(store, SqlStore)
     seen: Counter[str] = Counter()

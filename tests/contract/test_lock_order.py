@@ -21,6 +21,7 @@ from qm.clock import SettableClock
 from qm.manager import QueueManager
 from qm.model import JournalFlags, Message, MessageProperties, Queue, QueueSettings
 from qm.reading import QueueReader
+from storage import outbox
 from storage.engine import make_engine
 from storage.receiving import ReceiveRequest
 from storage.store import SqlStore
@@ -60,16 +61,15 @@ async def test_a_receive_batch_and_a_send_batch_over_two_queues_do_not_deadlock(
     store = manager.store
     assert isinstance(store, SqlStore)
     claimed_one, go_on = asyncio.Event(), asyncio.Event()
-    claim = store.messages.receiver._delete_first
+    place = outbox.place_departed  # right after each queue's claim
 
-    async def pausing_after_the_first_claim(*arguments: Any) -> list[Any]:
-        found = await claim(*arguments)
+    async def pausing_after_the_first_claim(*arguments: Any) -> None:
         if not claimed_one.is_set():
             claimed_one.set()
             await go_on.wait()
-        return found
+        await place(*arguments)
 
-    monkeypatch.setattr(store.messages.receiver, "_delete_first", pausing_after_the_first_claim)
+    monkeypatch.setattr(outbox, "place_departed", pausing_after_the_first_claim)
     now = clock.now()
     # the batch asks for the higher queue first, the send batch writes both
     receiving = asyncio.create_task(
@@ -156,13 +156,29 @@ def pause_after(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> Pa
     return pause
 
 
+def pause_before(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> Pause:
+    """Replace the async function `owner.name` for the test with one that pauses before it
+    runs: `reached` once called, run once `go_on` is set."""
+    function = getattr(owner, name)
+    pause = Pause(asyncio.Event(), asyncio.Event())
+
+    async def paused(*arguments: Any, **keywords: Any) -> Any:
+        pause.reached.set()
+        await pause.go_on.wait()
+        return await function(*arguments, **keywords)
+
+    monkeypatch.setattr(owner, name, paused)
+    return pause
+
+
 async def receive_paused_after_its_claim(
     monkeypatch: pytest.MonkeyPatch, store: SqlStore, queue: Queue, now: datetime
 ) -> tuple[asyncio.Task[list[Message | BaseException | None]], Pause]:
-    """A receive of the queue's first message as a transaction (a journaled queue, or a
-    message with consequences), stopped once its claim returned: it holds the message's row
-    and has not yet taken any queue's row."""
-    claim = pause_after(monkeypatch, store.messages.receiver, "_delete_first")
+    """A receive of the queue's first message (PostgreSQL), stopped once its claim returned:
+    the claim has committed (the message is taken, no row is held) and what the removal
+    earns (a journal copy, an acknowledgment, a final receipt) is not placed yet. It used to
+    be a transaction that held the message's row here and then took queue rows."""
+    claim = pause_before(monkeypatch, outbox, "place_departed")
     receiving = asyncio.create_task(
         store.messages.receiver._receive_batch([ReceiveRequest(queue, now, None)])
     )

@@ -1,7 +1,7 @@
-"""A plain receive on PostgreSQL is one statement that is its own transaction
-(statements.TAKE_PLAIN_FIRST); a receive whose removal must place something (a journal copy,
-an acknowledgment) still runs as a transaction with its consequences, even when what makes it
-so was changed by another process after this one remembered the queue."""
+"""A receive on PostgreSQL is one statement that is its own transaction (storage/claims.py); a
+receive whose removal must place something (a journal copy, an acknowledgment) still places
+it (storage/outbox.py, right after the claim), even when what makes it so was changed by
+another process after this one remembered the queue."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ async def test_a_receive_acknowledgment_behind_a_plain_message_is_made(
     manager: QueueManager, reader: QueueReader
 ) -> None:
     """Two receives in one batch: the first message is plain, the second asks for a receive
-    acknowledgment; both go through the transaction, and the acknowledgment is placed."""
+    acknowledgment; one claim takes both, and the acknowledgment is placed."""
     await new_queue(manager, PATH)
     await new_queue(manager, ADMIN)
     await manager.send(PATH, MessageProperties(body=b"plain"))
@@ -196,9 +196,9 @@ async def test_a_woken_receiver_that_took_the_last_message_hands_no_wake_up_on(
 async def test_a_receive_cancelled_while_a_send_holds_the_queue_row_takes_nothing(
     manager: QueueManager, database_url: str
 ) -> None:
-    """The one statement never waits for the queue's row (a statement that commits by itself
-    would take the message for a caller cancelled meanwhile): the transaction waits instead,
-    and rolls back for the cancelled caller."""
+    """The claim never waits for the queue's row (a statement that commits by itself would
+    take the message for a caller cancelled meanwhile): its waiting form runs in a
+    transaction instead, and rolls back for the cancelled caller."""
     queue, store = await _queue_with(manager, b"precious")
     async with _queue_row_held(database_url, queue.id) as connection:
         receiver = asyncio.create_task(store.messages.take(queue, Selector(), manager.clock.now(), Claim()))

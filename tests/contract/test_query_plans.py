@@ -17,7 +17,8 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from qm import rules
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueSettings
-from storage import rows, send_statements, statements
+from storage import claims, rows, send_statements, statements
+from storage.claims import Aim, Target
 from storage.store import SqlStore
 from storage.tables import messages
 from tests.contract.support import new_queue, store_message
@@ -78,8 +79,9 @@ def _literal(value: object) -> str:
 
 READ_ONE_QUEUE = {
     "counting": statements.QUEUE_LOOKED_AT_POSTGRESQL,
-    "taking in a transaction": statements.TAKE_FIRST_POSTGRESQL,
-    "taking plain messages": statements.TAKE_PLAIN_FIRST,
+    "claiming the first messages": claims.claim(Target(Aim.FIRST)),
+    "claiming what fits": claims.claim(Target(Aim.FITTING)),
+    "claiming while waiting for the queue": claims.claim(Target(Aim.FIRST), wait=True),
 }
 
 
@@ -94,7 +96,7 @@ async def test_a_small_queue_beside_a_deep_one_is_read_through_the_queue_order_i
     await manager.send("private$/deep", MessageProperties(body=b"copied"))
     store = manager.store
     assert isinstance(store, SqlStore)
-    values = statements.available_values(small.id, 0) | {"key": small.path.key, "limit": 1}
+    values = statements.available_values(small.id, 0) | {"key": small.path.key, "limit": 1, "max_bytes": 1}
     async with store.engine.connect() as connection:
         await _fill_one_queue(connection)
         plan = await _generic_plan(connection, READ_ONE_QUEUE[reading], values)

@@ -42,7 +42,7 @@ async def test_a_queue_deletion_and_a_receive_of_a_message_sent_after_its_hold_d
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _postgres_only(database_url)
-    journaled = await manager.create_queue(PATH, QueueSettings(journal=True))  # receives take the transaction
+    journaled = await manager.create_queue(PATH, QueueSettings(journal=True))  # receives place a copy
     deleting_store = other_process.store
     assert isinstance(deleting_store, SqlStore) and isinstance(manager.store, SqlStore)
     hold = pause_after(monkeypatch, deleting_store.queues._removal, "_hold_messages")
@@ -51,12 +51,12 @@ async def test_a_queue_deletion_and_a_receive_of_a_message_sent_after_its_hold_d
     await manager.send(PATH, MessageProperties(body=b"late", journal=DEAD))  # not held
     store = manager.store
     receiving, claim = await receive_paused_after_its_claim(monkeypatch, store, journaled, clock.now())
-    hold.go_on.set()  # the deletion locks the queue's row, then waits for the claimed message
+    hold.go_on.set()  # the claim has committed: the deletion finds the message gone, waits for nothing
     await _until_waiting(database_url, 1, deleting, receiving)
-    claim.go_on.set()  # the receive's totals wait for the queue's row
+    claim.go_on.set()  # the journal copy, placed after the claim, finds its queue gone: dropped
     deleted, received = await _within_limit(asyncio.gather(deleting, receiving))
     assert [message.properties.body for message in received if isinstance(message, Message)] == [b"late"]
-    assert deleted == 1  # the journal copy of the received message
+    assert deleted == 0  # (before the outbox, the copy was placed first, then deleted with the journal)
     assert await manager.store.queues.find_queue(journaled.path) is None
 
 

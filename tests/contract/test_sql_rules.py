@@ -22,9 +22,9 @@ from qm.format_names import LocalIdentity
 from qm.model import INFINITE, MAX_PRIORITY, Message, MessageProperties, NewMessage, QueueSettings
 from qm.paths import QueueKind, QueuePath
 from qm.rules import COUNTER_MASK
-from qm.store import EnqueueOutcome
+from qm.store import Budget, EnqueueOutcome, Footprint
 from qm.streams import StreamPosition
-from storage import rows, sql_rules
+from storage import rows, sql_rules, statements
 from storage.tables import messages, queue_manager, queues
 
 OURS = uuid.UUID("8f8e5c52-3a40-4c5e-9c7e-0d1b2a3c4d5e")
@@ -120,8 +120,8 @@ def test_nothing_follows_a_receipt_only_where_the_policy_places_nothing(
     transactional: bool,
     receipts_to: str,
 ) -> None:
-    """statements.TAKE_PLAIN_FIRST deletes a message in one statement only where this says
-    nothing follows (the queue's journaling is checked apart: here it is off)."""
+    """PostgreSQL's claim (storage/claims.py) writes no outbox row for a received message only
+    where this says nothing follows (the queue's journaling is checked apart: here it is off)."""
     message, row = _message_and_row(journal, acknowledge, admin_queue, stream, transactional)
     if _judged(engine, sql_rules.nothing_follows_receipt(), row):
         assert _consequences(message, Reason.RECEIVED, transactional, receipts_to) == []
@@ -206,3 +206,59 @@ def test_the_sql_admits_a_whole_send_only_where_the_rule_admits_each_message(
             outcome = rules.admit(size, queue_bytes, queue_quota, total_bytes, machine_quota, throttled)
             assert outcome is EnqueueOutcome.ACCEPTED
             queue_bytes, total_bytes = queue_bytes + size, total_bytes + size
+
+
+def _evaluated(engine: sa.Engine, expression: sa.ColumnElement[Any], row: dict[str, Any], values: Any) -> Any:
+    """`expression` over one message row, bound with `values`, the row rolled back afterwards."""
+    with engine.connect() as connection:
+        queue_id = connection.execute(sa.select(queues.c.id)).scalar_one()
+        connection.execute(sa.insert(messages).values({**row, "queue_id": queue_id}))
+        found = connection.execute(
+            sa.select(expression).where(messages.c.lookup_id == row["lookup_id"]), values
+        ).scalar_one()
+        connection.rollback()
+    return found
+
+
+TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"], exclude_characters="\0"), max_size=40)
+
+
+@EXAMPLES
+@given(
+    body=st.binary(max_size=3 * 1024),
+    extension=st.binary(max_size=64),
+    label=TEXTS,
+    admin_queue=st.one_of(st.none(), TEXTS),
+    per_message=st.integers(0, 4096),
+    text_character_bytes=st.integers(0, 8),
+)
+def test_the_sql_weight_of_a_message_is_the_budgets(
+    engine: sa.Engine,
+    body: bytes,
+    extension: bytes,
+    label: str,
+    admin_queue: str | None,
+    per_message: int,
+    text_character_bytes: int,
+) -> None:
+    """PostgreSQL's receive claim weighs the first messages in SQL (statements.WEIGHT) to take
+    only as many as one answer's budget holds: the weight must be the Python Budget's."""
+    properties = MessageProperties(body=body, extension=extension, label=label, admin_queue=admin_queue or "")
+    new = NewMessage(
+        queue_id=1,
+        properties=properties,
+        message_id="{00000000-0000-0000-0000-000000000001}\\1",
+        sent_time=NOW,
+        arrived_time=NOW,
+        source_machine=uuid.uuid4(),
+        ttbr_deadline=None,
+        ttrq_deadline=None,
+        transactional=False,
+    )
+    row = rows.message_values(new, rules.lookup_id_for(0, 1), new.message_id)
+    budget = Budget(1 << 30, per_message, text_character_bytes)
+    texts = [row["label"], row["response_queue"], row["admin_queue"], row["destination_queue"]]
+    # As statements.FOOTPRINT reads it: the stored body size (body and extension, as quotas count).
+    footprint = Footprint(len(body) + len(extension), len(extension), sum(len(text or "") for text in texts))
+    weighed = _evaluated(engine, statements.WEIGHT, row, statements.budget_values(budget))
+    assert weighed == budget.weigh(footprint)

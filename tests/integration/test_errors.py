@@ -30,6 +30,7 @@ IDS = {
     "{name}": "nobody",
     "{key_id}": "0000000000000000",
     "{batch_id}": "NoSuchBatch",
+    "{mapping_id}": "999999",
 }
 
 _RULE: dict[str, Any] = {"json": {"name": "R", "action": {"url": "http://127.0.0.1/"}}}
@@ -140,6 +141,21 @@ FAILURES: dict[tuple[str, str], tuple[dict[str, Any], int, str]] = {
         400,
         "MQ_ERROR_INVALID_PARAMETER",
     ),
+    ("GET", "/api/client-certificates"): ({}, 0, ""),  # no error path: listing always works
+    ("POST", "/api/client-certificates"): (
+        {"json": {"subject": "", "issuer": "CN=ca", "principal": "app"}},
+        400,
+        "MQ_ERROR_INVALID_PARAMETER",
+    ),
+    ("DELETE", "/api/client-certificates/{mapping_id}"): ({}, 404, "MQ_ERROR_INVALID_HANDLE"),
+    ("GET", "/api/queues/{path}/permissions"): ({}, 404, "MQ_ERROR_QUEUE_NOT_FOUND"),
+    ("POST", "/api/queues/{path}/permissions"): (
+        {"json": {"principal": "app", "rights": ["RECEIVE_MESSAGE"]}},
+        404,
+        "MQ_ERROR_QUEUE_NOT_FOUND",
+    ),
+    # A caller without a key (as here) owns nothing, whatever the queue.
+    ("POST", "/api/queues/{path}/owner"): ({}, 403, "MQ_ERROR_ACCESS_DENIED"),
     ("GET", "/api/me"): ({}, 0, ""),  # no error path: every caller is someone
     ("GET", "/api/me/rights"): ({"params": {"queue": "private$/"}}, 400, "MQ_ERROR_ILLEGAL_QUEUE_PATHNAME"),
     ("GET", "/api/audit"): ({"params": {"limit": 0}}, 400, "MQ_ERROR_INVALID_PARAMETER"),
