@@ -17,7 +17,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app import cli_access
 from app.cli_messages import message_commands
-from app.schemas import MessageIn, MessageOut, QueueCreate, QueueOut
+from app.message_schemas import MessageIn, MessageOut
+from app.schemas import QueueCreate, QueueOut
 from app.settings import Settings, load_settings
 from app.trigger_schemas import InvocationOut, RuleOut, TriggerOut
 from qm.access import AccessControl, AuditEntry, audit_text
