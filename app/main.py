@@ -15,7 +15,8 @@ from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
 from app import edge, errors, openapi, parameters
-from app.auth import Authorization, Security, check_exposure, prune_audit_pass
+from app.auth import Security, check_exposure, prune_audit_pass
+from app.authorization import Authorization
 from app.client_certs import CertificateMapper
 from app.gateway import Gateway
 from app.housekeeping import background_tasks, supervise, supervise_on_demand
