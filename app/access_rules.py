@@ -1,6 +1,6 @@
 """The one table from every operation the gateway serves to the right it needs (qm.rights), and
-where the queue it applies to is found. `app.auth.Authorization` applies it to every request;
-a route that is not in it is refused to everyone, so a new endpoint cannot go unguarded
+where the queue it applies to is found. `app.authorization.Authorization` applies it to every
+request; a route that is not in it is refused to everyone, so a new endpoint cannot go unguarded
 (tests/integration/test_access_walk.py walks the OpenAPI document and the WSDL against it).
 """
 

@@ -18,8 +18,9 @@ from pydantic import (
     model_validator,
 )
 
+from app.message_schemas import decode_base64, message_fields
 from app.parameters import StorableText, Strict, parse_lookup_id
-from app.schemas import DeliveryName, Uint32, decode_base64, message_fields
+from app.schemas import DeliveryName, Uint32
 from qm.administration import MAX_CHOSEN, Imported
 from qm.errors import MqError, MqErrorCode
 from qm.model import DEFAULT_PRIORITY, INFINITE, Delivery, Message, MessageClass, MessageProperties

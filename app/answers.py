@@ -14,7 +14,7 @@ from typing import Any
 
 from app.errors import PROBLEM_JSON, status_of
 from app.http import HEADER_PREFIX, SEND_HEADERS, header_name
-from app.schemas import MessageIn, MessageOut
+from app.message_schemas import MessageIn, MessageOut
 from qm.errors import MqErrorCode
 
 Responses = dict[int | str, dict[str, Any]]

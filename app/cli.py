@@ -17,7 +17,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app import cli_access
 from app.cli_messages import message_commands
-from app.schemas import MessageIn, MessageOut, QueueCreate, QueueOut
+from app.configs import manager_config
+from app.message_schemas import MessageIn, MessageOut
+from app.schemas import QueueCreate, QueueOut
 from app.settings import Settings, load_settings
 from app.trigger_schemas import InvocationOut, RuleOut, TriggerOut
 from qm.access import AccessControl, AuditEntry, audit_text
@@ -167,7 +169,7 @@ async def _with_manager(settings: Settings, arguments: argparse.Namespace, comma
     store = SqlStore(make_engine(settings.database_url, driver_sql=settings.driver_sql))
     try:
         manager = QueueManager(
-            store, LocalWakeUps(settings.wake_poll_interval_s), SystemClock(), settings.manager_config()
+            store, LocalWakeUps(settings.wake_poll_interval_s), SystemClock(), manager_config(settings)
         )
         await manager.start()
         result = await command(manager, QueueReader(manager), arguments)

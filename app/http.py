@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from pydantic_core import to_json, to_jsonable_python
 
 from app.errors import HttpMqError
-from app.schemas import MessageIn, header_fields, message_fields
+from app.message_schemas import MessageIn, header_fields, message_fields
 from qm.errors import MqError, MqErrorCode
 from qm.model import Message, MessageProperties
 

@@ -15,8 +15,10 @@ from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
 from app import edge, errors, openapi, parameters
-from app.auth import Authorization, Security, check_exposure, prune_audit_pass
+from app.auth import Security, check_exposure, prune_audit_pass
+from app.authorization import Authorization
 from app.client_certs import CertificateMapper
+from app.configs import group_commit_config, manager_config
 from app.gateway import Gateway
 from app.housekeeping import background_tasks, supervise, supervise_on_demand
 from app.keys import KeyVerifier
@@ -91,11 +93,11 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = SqlStore(
-            make_engine(settings.database_url, driver_sql=settings.driver_sql), settings.group_commit()
+            make_engine(settings.database_url, driver_sql=settings.driver_sql), group_commit_config(settings)
         )
         wakeups = make_wakeups(settings.database_url, settings.wake_poll_interval_s)
         await wakeups.start()
-        manager = QueueManager(store, wakeups, clock or SystemClock(), settings.manager_config())
+        manager = QueueManager(store, wakeups, clock or SystemClock(), manager_config(settings))
         await manager.start()
         client = SrmpClient(settings.srmp_send_timeout_s, outbound_verification(settings.outbound_ca_file))
         receipts = StreamReceiptSender(

@@ -19,7 +19,7 @@ from pydantic_core import to_json
 from starlette.responses import StreamingResponse
 
 from app.answer_bytes import ENVELOPE_BYTES
-from app.schemas import message_fields
+from app.message_schemas import message_fields
 from qm.model import Message
 
 _HEAD = b'{"messages":['

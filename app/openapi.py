@@ -23,8 +23,8 @@ from starlette.routing import BaseRoute
 from app.access_openapi import declare_access
 from app.answers import INVALID_PARAMETER, answers
 from app.errors import PROBLEM_JSON
+from app.message_schemas import MessageBatch, MessageIn
 from app.parameters import LOOKUP_ID_PATTERN
-from app.schemas import MessageBatch, MessageIn
 
 PROBLEM_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -1,4 +1,5 @@
-"""Service settings: one class, environment prefix MSMQGW_, validated at start-up."""
+"""Service settings: one class, environment prefix MSMQGW_, validated at start-up (what each part
+of the gateway makes of them: app.configs)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,10 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from qm.config import DEFAULT_MAX_BODY_BYTES, ManagerConfig, TransactionTtbr
+from qm.config import DEFAULT_MAX_BODY_BYTES, TransactionTtbr
 from qm.model import INFINITE
 from qm.outbound import parse_allow_list
-from qm.triggers.actions import AllowList
-from qm.triggers.model import TriggerConfig
 from soap.times import LayoutMismatch, TimerMapping
-from storage.group_commit import GroupCommitConfig
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/msmq-gateway.db"
 
@@ -207,13 +205,6 @@ class Settings(BaseSettings):
         description="Serve GET /metrics on this port (same host) instead of the API's port",
     )
 
-    def group_commit(self) -> GroupCommitConfig:
-        return GroupCommitConfig(
-            self.group_commit_max_batch,
-            self.group_commit_max_wait_ms / 1000,
-            relaxed_express=self.express_commit == "relaxed",
-        )
-
     triggers_enabled: bool = Field(True, description="Run the Message Queuing Triggers service")
     trigger_allowed_urls: str = Field(
         "", description="Comma-separated URL prefixes webhook actions may call (empty: none)"
@@ -317,81 +308,27 @@ class Settings(BaseSettings):
         """The database URL with any password masked, for logs and messages."""
         return make_url(self.database_url).render_as_string(hide_password=True)
 
-    def manager_config(self) -> ManagerConfig:
-        return ManagerConfig(
-            max_body_bytes=self.max_body_bytes,
-            initial_quota_kb=self.initial_quota_kb,
-            transaction_timeout_s=self.transaction_timeout_s,
-            cursor_idle_timeout_s=self.cursor_idle_timeout_s,
-            default_lock_timeout_s=self.default_lock_timeout_s,
-            max_lock_timeout_s=self.max_lock_timeout_s,
-            local_host_names=frozenset(
-                name.strip().casefold() for name in self.local_host_names.split(",") if name.strip()
-            ),
-            transaction_ttbr=self.transaction_ttbr,
-            outbound_hosts=tuple(self.outbound_hosts()),
-            outbound_rewrites=tuple(self.srmp_outbound_rewrites.items()),
-            stream_resend_s=self.srmp_stream_resend_s,
-            receipts_url=self.receipts_url(),
-            retry_min_s=self.srmp_retry_min_s,
-            retry_max_s=max(self.srmp_retry_max_s, self.srmp_retry_min_s),
-            outgoing_lease_s=self.srmp_outgoing_lease_s,
-            max_streams_per_sender=self.srmp_max_streams_per_sender,
-            max_streams=self.srmp_max_streams,
-            stream_idle_s=self.srmp_stream_idle_s,
-            outgoing_idle_s=self.srmp_outgoing_idle_s,
-            max_outgoing_queues_per_source=self.srmp_max_outgoing_queues_per_source,
-            max_outgoing_queues=self.srmp_max_outgoing_queues,
-        )
-
-    def receipts_url(self) -> str:
-        if self.srmp_receipts_url:
-            return self.srmp_receipts_url
-        names = [name.strip() for name in self.local_host_names.split(",") if name.strip()]
-        public = [name for name in names if name.casefold() not in _LOOPBACK_NAMES]
-        host = (public or names or ["localhost"])[0]
-        host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.port}/{self.srmp_virtual_directory}/private$/order_queue$"
-
     @field_validator("srmp_source_networks")
     @classmethod
     def _networks_parse(cls, value: str) -> str:
-        for item in _items(value):
+        for item in comma_separated(value):
             ipaddress.ip_network(item, strict=False)  # ValueError names the bad one
         return value
 
     def source_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
-        return tuple(ipaddress.ip_network(item, strict=False) for item in _items(self.srmp_source_networks))
+        return tuple(
+            ipaddress.ip_network(item, strict=False) for item in comma_separated(self.srmp_source_networks)
+        )
 
     def outbound_hosts(self) -> list[str]:
         return [name.strip() for name in self.srmp_outbound_hosts.split(",") if name.strip()]
 
-    def trigger_config(self) -> TriggerConfig:
-        return TriggerConfig(
-            action_timeout_s=self.trigger_action_timeout_s,
-            action_retries=self.trigger_action_retries,
-            retry_backoff_s=self.trigger_retry_backoff_s,
-            concurrency=self.trigger_concurrency,
-            attempt_limit=self.trigger_attempt_limit,
-            peek_once=self.trigger_peek_once,
-            lease_s=self.trigger_lease_s,
-            wait_ms=int(self.cursor_idle_timeout_s * 500),
-        )
 
-    def trigger_allow_list(self) -> AllowList:
-        return AllowList(
-            url_prefixes=_items(self.trigger_allowed_urls),
-            commands=_items(self.trigger_allowed_commands),
-            commands_enabled=self.trigger_commands_enabled,
-        )
-
-
-def _items(text: str) -> tuple[str, ...]:
+def comma_separated(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(",") if item.strip())
 
 
 ENVIRONMENT_PREFIX = "MSMQGW_"
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "."})
 
 
 def load_settings(environment: Mapping[str, str] | None = None) -> Settings:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
+from app.configs import trigger_allow_list, trigger_config
 from app.housekeeping import supervise
 from app.settings import Settings
 from qm.errors import MqError
@@ -124,10 +125,10 @@ class TriggerRuntime:
     """The trigger service of one application: its admin, its supervised task, its runner."""
 
     def __init__(self, manager: QueueManager, store: Store, settings: Settings) -> None:
-        allow_list = settings.trigger_allow_list()
+        allow_list = trigger_allow_list(settings)
         self.admin = TriggerAdmin(manager, store.triggers, allow_list)
         self._runner = HttpAndCommandRunner(allow_list, settings.outbound_ca_file)
-        self.service = TriggerService(manager, store.triggers, self._runner, settings.trigger_config())
+        self.service = TriggerService(manager, store.triggers, self._runner, trigger_config(settings))
         self._task: asyncio.Task[None] | None = None
         if settings.triggers_enabled:
             refresh = settings.trigger_refresh_interval_s

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from bench import peer_rabbitmq
+from bench.e2e_load import CONSUMERS, PRODUCERS
 from bench.harness import client_cpu_seconds, free_port, postgres_database, postgres_up, sqlite_database
 from bench.http_load import NULL_SERVER, closed_loop, one_if_ok
 from bench.report import table, targets
 from bench.requests import srmp_requests
-from bench.suite import CONSUMERS, FULL, PRODUCERS, QUICK, SCENARIOS, Profile, Row, StoreRun
+from bench.suite import FULL, QUICK, SCENARIOS, Profile, Row, StoreRun
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

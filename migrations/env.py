@@ -9,7 +9,7 @@ from alembic import context
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage.engine import make_engine
-from storage.tables import metadata
+from storage.schema import metadata
 
 config = context.config
 

@@ -14,8 +14,9 @@ from qm.access import ApiKeyRecord, AuditEntry, CertificateMapping, Principal
 from qm.errors import MqError, MqErrorCode
 from qm.rights import Grant, names_exactly
 from storage import rows
+from storage.access_tables import api_keys, audit_log, client_certificates, grants, principals, queue_owners
 from storage.database import Database
-from storage.tables import api_keys, audit_log, client_certificates, grants, principals, queue_owners, queues
+from storage.tables import queues
 
 p = principals.c
 k = api_keys.c

@@ -28,9 +28,8 @@ from qm.triggers.model import (
 from storage import rows
 from storage.consequences import Consequences
 from storage.database import Database
-from storage.tables import (
-    AVAILABLE,
-    messages,
+from storage.tables import AVAILABLE, messages
+from storage.trigger_tables import (
     trigger_attachments,
     trigger_invocations,
     trigger_leases,

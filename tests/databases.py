@@ -17,7 +17,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from storage.migrate import upgrade
-from storage.tables import metadata
+from storage.schema import metadata
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "MSMQ_GATEWAY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"

@@ -13,8 +13,8 @@ from app import answers as a
 from app.docs import MESSAGE_EXAMPLE
 from app.gateway import DECODE, GatewayDep, TransactionParam, canonical_queue
 from app.http import decode_requested, message_response
+from app.message_schemas import decode_base64
 from app.parameters import parse_lookup_id
-from app.schemas import decode_base64
 from qm.errors import MqError, MqErrorCode
 from qm.store import Seek
 

@@ -24,8 +24,8 @@ from app.gateway import (
 )
 from app.http import json_response, message_from_request, message_response
 from app.message_pages import page_response
+from app.message_schemas import MessagePage, SentOut, decode_base64, message_fields, sent_fields
 from app.parameters import LOOKUP_ID_PATTERN, parse_lookup_id
-from app.schemas import MessagePage, SentOut, decode_base64, message_fields, sent_fields
 from qm.errors import MqError, MqErrorCode
 from qm.model import CORRELATION_ID_SIZE, Message
 from qm.store import MessageFilter

@@ -22,9 +22,9 @@ from app.docs import SOAP_FAULT_EXAMPLE, SOAP_REQUEST_BODY, SOAP_RESPONSE_EXAMPL
 from app.errors import HTTP_STATUS, HttpMqError
 from app.gateway import Gateway, GatewayDep, canonical_queue, check_wait
 from app.http import read_capped
+from app.message_schemas import decoded_fields
 from app.parameters import stored_lookup_id
 from app.routes.messages import _receive_while_connected
-from app.schemas import decoded_fields
 from qm.errors import MqError, MqErrorCode
 from qm.store import Seek
 from soap.service import (

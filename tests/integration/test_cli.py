@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from storage.tables import metadata
+from storage.schema import metadata
 from tests.integration.support import gateway_command
 
 COMMAND_TIMEOUT_S = 60

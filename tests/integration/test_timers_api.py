@@ -16,6 +16,7 @@ import pytest
 from fastapi import FastAPI
 from pydantic import ValidationError
 
+from app.configs import manager_config
 from app.gateway import Gateway
 from app.main import create_app
 from app.settings import Settings, load_settings
@@ -290,7 +291,7 @@ def test_the_timer_settings_come_from_the_environment(monkeypatch: pytest.Monkey
     monkeypatch.setenv("MSMQGW_SWEEP_INTERVAL_S", "0.25")
     monkeypatch.setenv("MSMQGW_LOCAL_HOST_NAMES", " gw01 , GW01.Example.NET,,10.0.0.5 ")
     settings = load_settings()
-    config = settings.manager_config()
+    config = manager_config(settings)
     assert settings.sweep_interval_s == 0.25
     assert config.transaction_ttbr is TransactionTtbr.PER_MESSAGE
     assert config.local_host_names == frozenset({"gw01", "gw01.example.net", "10.0.0.5"})
@@ -301,8 +302,8 @@ def test_the_timer_settings_have_msmqs_defaults(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.delenv(name, raising=False)
     settings = load_settings()
     assert settings.sweep_interval_s == 0.5
-    assert settings.manager_config().transaction_ttbr is TransactionTtbr.FIRST_MESSAGE
-    assert {"localhost", "127.0.0.1", "::1"} <= settings.manager_config().local_host_names
+    assert manager_config(settings).transaction_ttbr is TransactionTtbr.FIRST_MESSAGE
+    assert {"localhost", "127.0.0.1", "::1"} <= manager_config(settings).local_host_names
 
 
 @pytest.mark.parametrize(

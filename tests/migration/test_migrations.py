@@ -24,8 +24,8 @@ from qm.reading import QueueReader
 from qm.rights import Grant
 from storage.engine import make_engine
 from storage.migrate import alembic_config, downgrade, upgrade
+from storage.schema import metadata
 from storage.store import SqlStore
-from storage.tables import metadata
 from storage.wakeups import LocalWakeUps
 from tests.databases import POSTGRES_ADMIN_URL, postgres_available
 

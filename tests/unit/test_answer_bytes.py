@@ -13,7 +13,7 @@ import pytest
 from pydantic_core import to_json
 
 from app.answer_bytes import ENVELOPE_BYTES, answer_budget, body_text, json_text_size
-from app.schemas import message_fields
+from app.message_schemas import message_fields
 from qm.model import Delivery, Message, MessageClass, MessageProperties
 from qm.store import Footprint
 

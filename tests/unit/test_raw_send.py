@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.types import Message
 
 from app.http import message_from_request
-from app.schemas import MessageIn
+from app.message_schemas import MessageIn
 from qm.errors import MqError
 from qm.model import MessageProperties
 

@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from app.answers import MESSAGE_HEADERS
 from app.http import OCTET_STREAM, _header_text, header_name, message_response
-from app.schemas import MessageOut, SentOut, message_fields, sent_fields
+from app.message_schemas import MessageOut, SentOut, message_fields, sent_fields
 from qm.model import Delivery, Message, MessageClass, MessageProperties
 
 SENT = datetime(2026, 11, 23, 6, 4, 43, 981158, tzinfo=UTC)
