@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bodies.limits import BodyLimits
-from bodies.nrbf_records import (
+from bodies.nrbf_model import (
     MESSAGE_FLAGS,
     PRIMITIVE,
     ArrayObject,
@@ -22,8 +22,8 @@ from bodies.nrbf_records import (
     Ref,
     Stream,
     Typed,
-    read_stream,
 )
+from bodies.nrbf_records import read_stream
 from bodies.primitives import BYTE, datetime_json, json_primitive, timespan_text, typed
 from bodies.result import BodyError, JsonValue
 

@@ -8,118 +8,54 @@ instantiated: class and library names are kept as text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from bodies.limits import BodyLimits
-from bodies.primitives import NULL, PRIMITIVE_NAMES, STRING, Cursor
+from bodies.nrbf_model import (
+    ARGS_INLINE,
+    ARRAY_KINDS,
+    ARRAY_SINGLE_OBJECT,
+    ARRAY_SINGLE_PRIMITIVE,
+    ARRAY_SINGLE_STRING,
+    BINARY_ARRAY,
+    BINARY_LIBRARY,
+    BINARY_OBJECT_STRING,
+    CLASS,
+    CLASS_WITH_ID,
+    CLASS_WITH_MEMBERS,
+    CLASS_WITH_MEMBERS_AND_TYPES,
+    CONTEXT_INLINE,
+    HEADER,
+    IN_ARRAY,
+    MEMBER_PRIMITIVE_TYPED,
+    MEMBER_REFERENCE,
+    MESSAGE_END,
+    METHOD_CALL,
+    METHOD_RETURN,
+    OBJECT,
+    OBJECT_NULL,
+    OBJECT_NULL_MULTIPLE,
+    OBJECT_NULL_MULTIPLE_256,
+    PRIMITIVE,
+    PRIMITIVE_ARRAY,
+    RETURN_INLINE,
+    STRING_TYPE,
+    SYSTEM_CLASS,
+    SYSTEM_CLASS_WITH_MEMBERS,
+    SYSTEM_CLASS_WITH_MEMBERS_AND_TYPES,
+    UNTYPED,
+    WITH_BOUNDS,
+    ArrayObject,
+    ClassMetadata,
+    ClassObject,
+    MemberType,
+    MethodObject,
+    Ref,
+    Stream,
+    Typed,
+)
+from bodies.primitives import NULL, STRING, Cursor
 from bodies.result import BodyError
-
-# RecordTypeEnumeration, [MS-NRBF] 2.1.2.1
-HEADER, CLASS_WITH_ID, SYSTEM_CLASS_WITH_MEMBERS, CLASS_WITH_MEMBERS = 0, 1, 2, 3
-SYSTEM_CLASS_WITH_MEMBERS_AND_TYPES, CLASS_WITH_MEMBERS_AND_TYPES = 4, 5
-BINARY_OBJECT_STRING, BINARY_ARRAY, MEMBER_PRIMITIVE_TYPED, MEMBER_REFERENCE = 6, 7, 8, 9
-OBJECT_NULL, MESSAGE_END, BINARY_LIBRARY, OBJECT_NULL_MULTIPLE_256, OBJECT_NULL_MULTIPLE = 10, 11, 12, 13, 14
-ARRAY_SINGLE_PRIMITIVE, ARRAY_SINGLE_OBJECT, ARRAY_SINGLE_STRING = 15, 16, 17
-METHOD_CALL, METHOD_RETURN = 21, 22
-
-# BinaryTypeEnumeration, [MS-NRBF] 2.1.2.2
-PRIMITIVE, STRING_TYPE, OBJECT, SYSTEM_CLASS, CLASS, OBJECT_ARRAY, STRING_ARRAY, PRIMITIVE_ARRAY = range(8)
-BINARY_TYPE_NAMES = ("Primitive", "String", "Object", "SystemClass", "Class", "ObjectArray", "StringArray",
-                     "PrimitiveArray")  # fmt: skip
-# BinaryArrayTypeEnumeration, [MS-NRBF] 2.4.1.1
-ARRAY_KINDS = ("Single", "Jagged", "Rectangular", "SingleOffset", "JaggedOffset", "RectangularOffset")
-_WITH_BOUNDS = {3, 4, 5}
-# MessageFlags, [MS-NRBF] 2.2.1.1
-MESSAGE_FLAGS = {
-    0x1: "NoArgs", 0x2: "ArgsInline", 0x4: "ArgsIsArray", 0x8: "ArgsInArray", 0x10: "NoContext",
-    0x20: "ContextInline", 0x40: "ContextInArray", 0x80: "MethodSignatureInArray",
-    0x100: "PropertiesInArray", 0x200: "NoReturnValue", 0x400: "ReturnValueVoid",
-    0x800: "ReturnValueInline", 0x1000: "ReturnValueInArray", 0x2000: "ExceptionInArray",
-    0x8000: "GenericMethod",
-}  # fmt: skip
-_IN_ARRAY = 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x1000 | 0x2000 | 0x8000
-_ARGS_INLINE, _CONTEXT_INLINE, _RETURN_INLINE = 0x2, 0x20, 0x800
-
-
-@dataclass(frozen=True, slots=True)
-class Ref:
-    """A MemberReference (or a nested record, replaced by a reference to its ID)."""
-
-    id: int
-
-
-@dataclass(frozen=True, slots=True)
-class Typed:
-    """A primitive whose type code travels with it (MemberPrimitiveTyped, ValueWithCode)."""
-
-    code: int
-    value: Any
-
-
-@dataclass(frozen=True, slots=True)
-class MemberType:
-    """A member's or array item's BinaryTypeEnumeration and its AdditionalInfo."""
-
-    binary_type: int
-    info: Any = None
-
-    def label(self) -> str:
-        if self.binary_type in (PRIMITIVE, PRIMITIVE_ARRAY):
-            name = PRIMITIVE_NAMES.get(self.info, "?")
-            return name if self.binary_type == PRIMITIVE else f"{name}[]"
-        if self.binary_type == SYSTEM_CLASS:
-            return str(self.info)
-        if self.binary_type == CLASS:
-            return str(self.info[0])
-        return ("", "String", "Object", "", "", "Object[]", "String[]")[self.binary_type]
-
-
-_UNTYPED = MemberType(OBJECT)
-"""Members of ClassWithMembers and SystemClassWithMembers: each value is a record."""
-
-
-@dataclass(slots=True)
-class ClassMetadata:
-    name: str
-    library: str | None
-    member_names: list[str]
-    member_types: list[MemberType] | None
-
-
-@dataclass(slots=True)
-class ClassObject:
-    id: int
-    metadata: ClassMetadata
-    values: list[Any] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class ArrayObject:
-    id: int
-    kind: str
-    item_type: MemberType
-    lengths: list[int]
-    lower_bounds: list[int] | None
-    values: list[Any] | bytes = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class MethodObject:
-    kind: str
-    flags: int
-    fields: dict[str, Any]
-    call_array: int | None = None
-
-
-@dataclass(slots=True)
-class Stream:
-    """The records of one stream: objects by ID, the header's root ID, a method record if any."""
-
-    root_id: int
-    objects: dict[int, Any]
-    method: MethodObject | None
-    libraries: dict[int, str]
 
 
 class _Pending:
@@ -321,14 +257,14 @@ class _Reader:
         if object_id in self.metadata:
             raise BodyError(f"class metadata ID {object_id} is defined twice")
         self.metadata[object_id] = metadata
-        return ClassObject(object_id, metadata), types or _UNTYPED, len(names)
+        return ClassObject(object_id, metadata), types or UNTYPED, len(names)
 
     def class_with_id(self) -> tuple[ClassObject, Any, int]:
         object_id = self.cursor.int32()
         metadata = self.metadata.get(self.cursor.int32())
         if metadata is None:
             raise BodyError("ClassWithId refers to class metadata not defined before it")
-        return ClassObject(object_id, metadata), metadata.member_types or _UNTYPED, len(metadata.member_names)
+        return ClassObject(object_id, metadata), metadata.member_types or UNTYPED, len(metadata.member_names)
 
     def single_array(self, record: int) -> tuple[ArrayObject, Any, int]:
         object_id = self.cursor.int32()
@@ -350,7 +286,7 @@ class _Reader:
         if rank > self.limits.max_rank:
             raise BodyError(f"an array of rank {rank} (at most {self.limits.max_rank})")
         lengths = [cursor.count("an array's length") for _ in range(rank)]
-        bounds = [cursor.int32() for _ in range(rank)] if kind in _WITH_BOUNDS else None
+        bounds = [cursor.int32() for _ in range(rank)] if kind in WITH_BOUNDS else None
         binary_type = cursor.byte()
         item_type = MemberType(binary_type, self.additional_info(binary_type))
         total = 1
@@ -378,11 +314,11 @@ class _Reader:
         if record == METHOD_CALL:
             fields["method_name"] = self._value_with_code(string=True)
             fields["type_name"] = self._value_with_code(string=True)
-        elif flags & _RETURN_INLINE:
+        elif flags & RETURN_INLINE:
             fields["return_value"] = self._value_with_code()
-        if flags & _CONTEXT_INLINE:
+        if flags & CONTEXT_INLINE:
             fields["call_context"] = self._value_with_code(string=True)
-        if flags & _ARGS_INLINE:
+        if flags & ARGS_INLINE:
             count = cursor.count("ArrayOfValueWithCode's Length")
             if count > cursor.remaining():
                 raise BodyError(f"{count} arguments cannot fit in what is left of the body")
@@ -391,7 +327,7 @@ class _Reader:
                 raise BodyError(f"more than {self.limits.max_items} members and array items")
             fields["args"] = [self._value_with_code() for _ in range(count)]
         self.method = MethodObject("call" if record == METHOD_CALL else "return", flags, fields)
-        self.awaiting_call_array = bool(flags & _IN_ARRAY)
+        self.awaiting_call_array = bool(flags & IN_ARRAY)
 
     def _value_with_code(self, string: bool = False) -> Any:
         """[MS-NRBF] 2.2.2.1-2: a type code, then the value (none for Null)."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.conftest import repository_root
 
-PACKAGES = ("app", "qm", "storage", "soap", "pipeline", "bench")
+PACKAGES = ("app", "bodies", "qm", "storage", "soap", "pipeline", "bench")
 MOST_LINES = 400
 
 
