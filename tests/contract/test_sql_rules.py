@@ -77,7 +77,14 @@ def _message_and_row(
     properties = MessageProperties(
         body=b"x", journal=journal, acknowledge=acknowledge, admin_queue=admin_queue or ""
     )
-    position = StreamPosition("uuid:stream-1", 3) if stream else None
+    row = _row(properties, transactional, StreamPosition("uuid:stream-1", 3) if stream else None)
+    return rows.message_from_row(row), row
+
+
+def _row(
+    properties: MessageProperties, transactional: bool = False, stream: StreamPosition | None = None
+) -> dict[str, Any]:
+    """The stored row of a message with `properties`, sent now."""
     new = NewMessage(
         queue_id=1,
         properties=properties,
@@ -88,10 +95,9 @@ def _message_and_row(
         ttbr_deadline=None,
         ttrq_deadline=None,
         transactional=transactional,
-        stream=position,
+        stream=stream,
     )
-    row = rows.message_values(new, rules.lookup_id_for(0, 1), new.message_id)
-    return rows.message_from_row(row), row
+    return rows.message_values(new, rules.lookup_id_for(0, 1), new.message_id)
 
 
 def _consequences(message: Message, reason: Reason, transactional: bool, receipts_to: str) -> list[Any]:
@@ -244,18 +250,7 @@ def test_the_sql_weight_of_a_message_is_the_budgets(
     """PostgreSQL's receive claim weighs the first messages in SQL (statements.WEIGHT) to take
     only as many as one answer's budget holds: the weight must be the Python Budget's."""
     properties = MessageProperties(body=body, extension=extension, label=label, admin_queue=admin_queue or "")
-    new = NewMessage(
-        queue_id=1,
-        properties=properties,
-        message_id="{00000000-0000-0000-0000-000000000001}\\1",
-        sent_time=NOW,
-        arrived_time=NOW,
-        source_machine=uuid.uuid4(),
-        ttbr_deadline=None,
-        ttrq_deadline=None,
-        transactional=False,
-    )
-    row = rows.message_values(new, rules.lookup_id_for(0, 1), new.message_id)
+    row = _row(properties)
     budget = Budget(1 << 30, per_message, text_character_bytes)
     texts = [row["label"], row["response_queue"], row["admin_queue"], row["destination_queue"]]
     # As statements.FOOTPRINT reads it: the stored body size (body and extension, as quotas count).
