@@ -222,6 +222,14 @@ ARRIVALS_TO_OUTBOX = _arrivals(
 in its transaction (which holds their queues' rows)."""
 
 
+SIZE = "size"
+"""ENQUEUE_PLAIN's value for what its messages count against the quotas together
+(rules.stored_size summed)."""
+_all_queues = queues.alias("all_queues")
+_MACHINE_STORED = sa.select(sa.func.coalesce(sa.func.sum(_all_queues.c.byte_count), 0)).scalar_subquery()
+"""The queue manager's bytes (MACHINE_BYTES), read only where it has a quota (sql_rules.admits_all)."""
+
+
 def _enqueue_plain(single: bool, arriving: bool = False) -> sa.Select[Any]:
     queue_id = sa.bindparam("queue", type_=sa.Integer)
     room = (
@@ -230,7 +238,7 @@ def _enqueue_plain(single: bool, arriving: bool = False) -> sa.Select[Any]:
         .where(
             q.id == queue_id,
             q.path_key == sa.bindparam("key", type_=q.path_key.type),
-            sql_rules.admits_everything(),
+            sql_rules.admits_all(sa.bindparam(SIZE, type_=sa.BigInteger), _MACHINE_STORED),
         )
         .with_for_update(of=queues)
         .cte("room")
@@ -291,9 +299,9 @@ ENQUEUE_PLAIN_ARRIVING = _enqueue_plain(single=False, arriving=True)
 message stored, for a batch in which some arrival may place something (the dispatcher's
 policy then decides, message by message)."""
 """PostgreSQL, one statement that is its own transaction: `:count` messages for one queue
-(`:queue`, if its path key is still `:key`), stored only if neither the queue nor the queue
-manager has a quota and the queue manager is not throttled, so that every one of them is
-admitted (rules.admit): lock the queue's row, take the counters (the transaction's ID
+(`:queue`, if its path key is still `:key`), stored only if every one of them is admitted
+(rules.admit, one after the other: sql_rules.admits_all, with their sizes summed in `:size`
+and the quotas and the throttle as stored): lock the queue's row, take the counters (the transaction's ID
 first, as NEXT_COUNTERS), insert with the lookup and message IDs rules.lookup_id_for and
 message_id_for would give, add to the queue's totals. Returns each message's lookup and
 message ID in message order, or no rows when it stored nothing (then the transaction path

@@ -137,8 +137,8 @@ class Sender:
         transaction (send_statements.ENQUEUE_PLAIN: one round trip where the transaction takes
         four), with an outbox row per message where an arrival may place something (their
         lookup IDs added to `arrived`); None where the transaction must run: the batch is not
-        plain (_plain_batch), or a quota or the throttle is set (the statement then stores
-        nothing)."""
+        plain (_plain_batch), or a message would not be admitted (a quota or the throttle: the
+        statement then stores nothing)."""
         items = self._plain_batch(requests)
         if items is None:
             return None
@@ -160,11 +160,12 @@ class Sender:
             "queue": items[0].queue_id,
             "key": items[0].queue_key,
             "count": len(items),
+            send_statements.SIZE: sum(rules.stored_size(item.properties) for item in items),
             send_statements.MESSAGE_ID_PREFIX: rules.message_id_prefix(self._db.identity()),
         }
         async with self._db.engine.connect() as connection:
             stored = await driver_sql.read(connection, statement, arguments)
-        if not stored:  # a quota or the throttle set: admission decides
+        if not stored:  # not every message admitted: the transaction decides, one by one
             return None
         self._db.committed(Counter(item.queue_id for item in items))
         if arriving:
@@ -176,9 +177,9 @@ class Sender:
 
     def _plain_batch(self, requests: Sequence[EnqueueRequest]) -> list[NewMessage] | None:
         """The batch's messages if ENQUEUE_PLAIN can store them: PostgreSQL, one queue known by
-        its path key without a quota when the queue manager looked it up (the statement checks
-        the quotas as stored), a durable commit, no callback, and no message with a duplicate
-        key, a stream, a transaction or a message ID of its own."""
+        its path key (the statement checks the quotas and the throttle as stored), a durable
+        commit, no callback, and no message with a duplicate key, a stream, a transaction or a
+        message ID of its own."""
         if self._db.sqlite or any(request.within is not None for request in requests):
             return None
         if self._relaxed_express and all(request.express for request in requests):
@@ -194,7 +195,6 @@ class Sender:
                 or item.stream is not None
                 or item.transaction_id is not None
                 or item.message_id
-                or item.queue_quota_kb != INFINITE
             ):
                 return None
         return items
