@@ -183,9 +183,6 @@ class NewMessage:
     queue_key: str | None = None
     """The destination's path key when `queue_id` came from a cache: the store refuses the
     message if the queue with that ID no longer has this key (deleted, ID reused)."""
-    queue_quota_kb: int = INFINITE
-    """The destination's quota when the queue manager looked it up: with one, the store goes
-    straight to the admission transaction (it checks the quotas as stored either way)."""
     srmp_source: str | None = None
     """Message.srmp_source."""
 

@@ -21,7 +21,7 @@ COUNTER_BITS = 56
 COUNTER_MASK = (1 << COUNTER_BITS) - 1
 _UINT32_MAX = 0xFFFFFFFF
 _UINT16_MAX = 0xFFFF
-_KB = 1024
+KB = 1024
 
 
 def lookup_id_for(priority: int, counter: int) -> int:
@@ -85,7 +85,7 @@ def admit(
 
 
 def exceeds(byte_count: int, quota_kb: int) -> bool:
-    return quota_kb != INFINITE and byte_count > quota_kb * _KB
+    return quota_kb != INFINITE and byte_count > quota_kb * KB
 
 
 def validate_properties(properties: MessageProperties, max_body_bytes: int) -> None:

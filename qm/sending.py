@@ -156,7 +156,6 @@ class Sending:
                 max_streams=self._qm.config.max_streams,
             ),
             queue_key=queue.path.key,
-            queue_quota_kb=queue.settings.quota_kb,
             srmp_source=arrival.source,
         )
 

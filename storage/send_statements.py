@@ -11,9 +11,10 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
+from qm.disposal import Reason
 from qm.rules import COUNTER_MASK
 from storage import sql_rules
-from storage.tables import message_counter, messages, queue_manager, queues, received_message_ids
+from storage.tables import message_counter, messages, outbox, queue_manager, queues, received_message_ids
 from storage.totals import onto_totals
 
 m = messages.c
@@ -186,15 +187,58 @@ MESSAGE_ID_PREFIX = "message_id_prefix"
 """ENQUEUE_PLAIN's value for the start of the message IDs it makes (rules.message_id_prefix)."""
 
 
-def _enqueue_plain(single: bool) -> sa.Select[Any]:
+def _arrivals(
+    stored: Any, queue_row: Any, source: sa.FromClause, *where: sa.ColumnElement[bool]
+) -> sa.Insert:
+    """An outbox row (reason ARRIVED, `departed_at` the arrival) for each message `source`
+    gives (`stored`: its `messages` columns), with its queue as it is under the send's lock
+    (`queue_row`: kind, name, journal_of, journal): what the arrival earns is placed after the
+    commit (storage/outbox.py), so a send locks no queue's row but its destinations'."""
+    columns = [c.key for c in messages.c]
+    rows = (
+        sa.select(
+            sa.literal_column(f"'{Reason.ARRIVED.name}'", sa.String).label("reason"),
+            stored.arrived_time,
+            queue_row.kind,
+            queue_row.name,
+            queue_row.journal_of.is_not(None),
+            queue_row.journal,
+            *(stored[column] for column in columns),
+        )
+        .select_from(source)
+        .where(*where)
+    )
+    names = ["reason", "departed_at", "queue_kind", "queue_name", "queue_is_journal", "queue_journal"]
+    return sa.insert(outbox).from_select(names + columns, rows)
+
+
+ARRIVALS_TO_OUTBOX = _arrivals(
+    m,
+    q,
+    messages.join(queues, q.id == m.queue_id),
+    m.lookup_id.in_(sa.bindparam("lookup_ids", expanding=True)),
+)
+"""PostgreSQL: the outbox rows of the messages `:lookup_ids` just inserted by an admitted send,
+in its transaction (which holds their queues' rows)."""
+
+
+SIZE = "size"
+"""ENQUEUE_PLAIN's value for what its messages count against the quotas together
+(rules.stored_size summed)."""
+_all_queues = queues.alias("all_queues")
+_MACHINE_STORED = sa.select(sa.func.coalesce(sa.func.sum(_all_queues.c.byte_count), 0)).scalar_subquery()
+"""The queue manager's bytes (MACHINE_BYTES), read only where it has a quota (sql_rules.admits_all)."""
+
+
+def _enqueue_plain(single: bool, arriving: bool = False) -> sa.Select[Any]:
     queue_id = sa.bindparam("queue", type_=sa.Integer)
     room = (
-        sa.select(q.id)
+        sa.select(q.id, *((q.kind, q.name, q.journal_of, q.journal) if arriving else ()))
         .join(queue_manager, sa.true())
         .where(
             q.id == queue_id,
             q.path_key == sa.bindparam("key", type_=q.path_key.type),
-            sql_rules.admits_everything(),
+            sql_rules.admits_all(sa.bindparam(SIZE, type_=sa.BigInteger), _MACHINE_STORED),
         )
         .with_for_update(of=queues)
         .cte("room")
@@ -231,24 +275,33 @@ def _enqueue_plain(single: bool) -> sa.Select[Any]:
     inserted = (
         sa.insert(messages)
         .from_select([*_COMPUTED, *PLAIN_SEND_COLUMNS], rows)
-        .returning(m.lookup_id, m.message_id, m.queue_id, m.body_size)
+        .returning(*(messages.c if arriving else (m.lookup_id, m.message_id, m.queue_id, m.body_size)))
         .cte("inserted")
     )
     totals = onto_totals(inserted, sign=1).cte("totals")
-    return (
+    answer = (
         sa.select(inserted.c.lookup_id, inserted.c.message_id)
         .order_by(inserted.c.lookup_id.op("&")(sql_rules.constant(COUNTER_MASK)))
         .add_cte(totals)
     )
+    if not arriving:
+        return answer
+    arrivals = _arrivals(inserted.c, room.c, inserted.join(room, sa.true()))
+    return answer.add_cte(arrivals.cte("arrivals"))
 
 
 ENQUEUE_PLAIN_ONE = _enqueue_plain(single=True)
 """ENQUEUE_PLAIN for one message, its values plain (`:new_queue_id`, `:new_body`, ...: value_name)."""
 ENQUEUE_PLAIN = _enqueue_plain(single=False)
+ENQUEUE_PLAIN_ONE_ARRIVING = _enqueue_plain(single=True, arriving=True)
+ENQUEUE_PLAIN_ARRIVING = _enqueue_plain(single=False, arriving=True)
+"""ENQUEUE_PLAIN_ONE and ENQUEUE_PLAIN that also write an outbox row (_arrivals) for every
+message stored, for a batch in which some arrival may place something (the dispatcher's
+policy then decides, message by message)."""
 """PostgreSQL, one statement that is its own transaction: `:count` messages for one queue
-(`:queue`, if its path key is still `:key`), stored only if neither the queue nor the queue
-manager has a quota and the queue manager is not throttled, so that every one of them is
-admitted (rules.admit): lock the queue's row, take the counters (the transaction's ID
+(`:queue`, if its path key is still `:key`), stored only if every one of them is admitted
+(rules.admit, one after the other: sql_rules.admits_all, with their sizes summed in `:size`
+and the quotas and the throttle as stored): lock the queue's row, take the counters (the transaction's ID
 first, as NEXT_COUNTERS), insert with the lookup and message IDs rules.lookup_id_for and
 message_id_for would give, add to the queue's totals. Returns each message's lookup and
 message ID in message order, or no rows when it stored nothing (then the transaction path

@@ -3,9 +3,11 @@ PostgreSQL, and the admission transaction (quotas, duplicate keys, streams) of t
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -15,7 +17,7 @@ from qm.disposal import Reason
 from qm.errors import MqError, MqErrorCode
 from qm.model import INFINITE, Delivery, NewMessage
 from qm.store import EnqueueOutcome, EnqueueResult
-from storage import driver_sql, rows, send_statements
+from storage import driver_sql, outbox, rows, send_statements
 from storage.consequences import Consequences
 from storage.database import Database
 from storage.errors import is_unavailable
@@ -24,6 +26,7 @@ from storage.holds import hold_transactions
 from storage.inserts import insert_messages
 from storage.streams import SqlStreams
 
+log = logging.getLogger(__name__)
 WithinEnqueue = Callable[[AsyncConnection, list[EnqueueResult]], Awaitable[None]]
 """Runs in the enqueue's transaction, after the request's messages are inserted and before the
 commit, with their results: the seam for state that must commit with its message (SRMP
@@ -90,37 +93,65 @@ class Sender:
     ) -> list[list[EnqueueResult] | BaseException]:
         """All requests in one transaction. If it fails for a reason other than the store being
         unavailable, each request is retried in a transaction of its own, so that a message
-        that cannot be stored fails alone (its caller gets the error, the others commit)."""
+        that cannot be stored fails alone (its caller gets the error, the others commit).
+        Then what the arrivals earn is placed (PostgreSQL: their outbox rows)."""
+        arrived: list[int] = []
+        outcomes = await self._enqueue_all(requests, arrived)
+        if arrived:
+            await self._place_arrivals(arrived, requests[0].messages[0].arrived_time)
+        return outcomes
+
+    async def _enqueue_all(
+        self, requests: Sequence[EnqueueRequest], arrived: list[int]
+    ) -> list[list[EnqueueResult] | BaseException]:
         try:
-            plain = await self._enqueue_plain(requests)
-            return list(plain if plain is not None else await self._enqueue_together(requests))
+            plain = await self._enqueue_plain(requests, arrived)
+            return list(plain if plain is not None else await self._enqueue_together(requests, arrived))
         except Exception as error:
             if len(requests) == 1 or is_unavailable(error):
                 raise
         outcomes: list[list[EnqueueResult] | BaseException] = []
         for request in requests:
             try:
-                outcomes.extend(await self._enqueue_together([request]))
+                outcomes.extend(await self._enqueue_together([request], arrived))
             except Exception as error:
                 if is_unavailable(error):
                     raise
                 outcomes.append(error)
         return outcomes
 
-    async def _enqueue_plain(self, requests: Sequence[EnqueueRequest]) -> list[list[EnqueueResult]] | None:
+    async def _place_arrivals(self, lookup_ids: Sequence[int], now: datetime) -> None:
+        """The dispatcher, after the commit, for the outbox rows the sends wrote. The messages
+        are stored and their callers are answered as such whatever happens here: a failure
+        leaves the rows to the housekeeping pass (never a retry of the sends, which would
+        store them twice)."""
+        try:
+            await outbox.place_departed(self._db, lookup_ids, now)
+        except Exception:
+            log.warning("arrivals left in the outbox for the housekeeping pass", exc_info=True)
+
+    async def _enqueue_plain(
+        self, requests: Sequence[EnqueueRequest], arrived: list[int]
+    ) -> list[list[EnqueueResult]] | None:
         """PostgreSQL: a batch of plain messages for one queue in one statement that is its own
         transaction (send_statements.ENQUEUE_PLAIN: one round trip where the transaction takes
-        four); None where the transaction must run: the batch is not plain (_plain_batch), or
-        a quota or the throttle is set (the statement then stores nothing)."""
+        four), with an outbox row per message where an arrival may place something (their
+        lookup IDs added to `arrived`); None where the transaction must run: the batch is not
+        plain (_plain_batch), or a message would not be admitted (a quota or the throttle: the
+        statement then stores nothing)."""
         items = self._plain_batch(requests)
         if items is None:
             return None
+        arriving = self._arrivals_may_place(items)
         values = [rows.message_values(item, 0, "") for item in items]
         arguments: dict[str, Any]
         if len(values) == 1:
-            statement, arguments = send_statements.ENQUEUE_PLAIN_ONE, send_statements.values_named(values[0])
+            statement = (
+                send_statements.ENQUEUE_PLAIN_ONE_ARRIVING if arriving else send_statements.ENQUEUE_PLAIN_ONE
+            )
+            arguments = send_statements.values_named(values[0])
         else:
-            statement = send_statements.ENQUEUE_PLAIN
+            statement = send_statements.ENQUEUE_PLAIN_ARRIVING if arriving else send_statements.ENQUEUE_PLAIN
             arguments = {
                 send_statements.value_name(name): [value[name] for value in values]
                 for name in send_statements.PLAIN_SEND_COLUMNS
@@ -129,13 +160,16 @@ class Sender:
             "queue": items[0].queue_id,
             "key": items[0].queue_key,
             "count": len(items),
+            send_statements.SIZE: sum(rules.stored_size(item.properties) for item in items),
             send_statements.MESSAGE_ID_PREFIX: rules.message_id_prefix(self._db.identity()),
         }
         async with self._db.engine.connect() as connection:
             stored = await driver_sql.read(connection, statement, arguments)
-        if not stored:  # a quota or the throttle set: admission decides
+        if not stored:  # not every message admitted: the transaction decides, one by one
             return None
         self._db.committed(Counter(item.queue_id for item in items))
+        if arriving:
+            arrived.extend(row["lookup_id"] for row in stored)
         placed = iter(
             EnqueueResult(EnqueueOutcome.ACCEPTED, row["lookup_id"], row["message_id"]) for row in stored
         )
@@ -143,19 +177,16 @@ class Sender:
 
     def _plain_batch(self, requests: Sequence[EnqueueRequest]) -> list[NewMessage] | None:
         """The batch's messages if ENQUEUE_PLAIN can store them: PostgreSQL, one queue known by
-        its path key without a quota when the queue manager looked it up (the statement checks
-        the quotas as stored), a durable commit, no callback, and no message with a duplicate
-        key, a stream, a transaction, a message ID of its own or an arrival that places
-        something."""
+        its path key (the statement checks the quotas and the throttle as stored), a durable
+        commit, no callback, and no message with a duplicate key, a stream, a transaction or a
+        message ID of its own."""
         if self._db.sqlite or any(request.within is not None for request in requests):
             return None
         if self._relaxed_express and all(request.express for request in requests):
             return None  # SET LOCAL synchronous_commit needs a transaction block
         items = [item for request in requests for item in request.messages]
         first = items[0]
-        policy = self._db.policy
         for item in items:
-            properties = item.properties
             if (
                 item.queue_id != first.queue_id
                 or item.queue_key is None
@@ -164,28 +195,32 @@ class Sender:
                 or item.stream is not None
                 or item.transaction_id is not None
                 or item.message_id
-                or item.queue_quota_kb != INFINITE
-                or (
-                    policy is not None
-                    and policy.arrival_may_place(
-                        int(properties.journal), properties.admin_queue, int(properties.acknowledge)
-                    )
-                )
             ):
                 return None
         return items
 
-    async def _enqueue_together(self, requests: Sequence[EnqueueRequest]) -> list[list[EnqueueResult]]:
+    def _arrivals_may_place(self, items: Sequence[NewMessage]) -> bool:
+        """Whether the arrival of some message of a plain batch may place something."""
+        policy = self._db.policy
+        return policy is not None and any(
+            policy.arrival_may_place(int(p.journal), p.admin_queue, int(p.acknowledge))
+            for p in (item.properties for item in items)
+        )
+
+    async def _enqueue_together(
+        self, requests: Sequence[EnqueueRequest], arrived: list[int]
+    ) -> list[list[EnqueueResult]]:
         """A constant number of statements per batch, whatever its size: the queues and the
         machine's limits are read once, the duplicate keys remembered in one statement (and the
-        keys of refused messages forgotten in one more)."""
+        keys of refused messages forgotten in one more). What the arrivals earn: placed in the
+        transaction on SQLite; on PostgreSQL written to the outbox (one statement), and the
+        lookup IDs added to `arrived` once committed."""
         items = [item for request in requests for item in request.messages]
         relaxed = self._relaxed_express and all(request.express for request in requests)
         async with self._db.transaction(relaxed=relaxed) as connection:
             await hold_transactions(
                 self._db, connection, (i.transaction_id for i in items if i.transaction_id)
             )
-            await self._lock_arrival_targets(connection, items)
             totals, room, counters = await self._room(connection, items)
             fresh = await self._remember(connection, items)
             acceptable = set(fresh)
@@ -197,11 +232,7 @@ class Sender:
                 if outcome is EnqueueOutcome.ACCEPTED
             ]
             inserted = await insert_messages(self._db, connection, accepted, counters, queues_held=True)
-            arrived = [row for row in inserted if row["transaction_id"] is None]
-            if arrived:
-                await Consequences(self._db, connection, accepted[0].arrived_time).follow(
-                    arrived, Reason.ARRIVED
-                )
+            departing = await self._arrivals(connection, inserted, accepted)
             placed = iter(
                 EnqueueResult(EnqueueOutcome.ACCEPTED, row["lookup_id"], row["message_id"])
                 for row in inserted
@@ -216,26 +247,32 @@ class Sender:
                 if request.within is not None:
                     await request.within(connection, mine)
                 results.append(mine)
+        arrived.extend(departing)
         return results
 
-    async def _lock_arrival_targets(self, connection: AsyncConnection, items: Sequence[NewMessage]) -> None:
-        """PostgreSQL: a batch whose arrivals place into other queues (acknowledgments, computer
-        journal copies) locks those rows with its own, in ID order, before the room does;
-        placing them after the room would lock a lower queue after a higher one, against the
-        order of every send."""
+    async def _arrivals(
+        self, connection: AsyncConnection, inserted: Sequence[dict[str, Any]], accepted: Sequence[NewMessage]
+    ) -> list[int]:
+        """What the messages stored outside a transaction earn on arrival: placed here on
+        SQLite; on PostgreSQL their outbox rows, placed after the commit (their lookup IDs
+        returned), so that the send locks no queue's row but its destinations'."""
+        arriving = [row for row in inserted if row["transaction_id"] is None]
+        if self._db.sqlite:
+            if arriving:
+                await Consequences(self._db, connection, accepted[0].arrived_time).follow(
+                    arriving, Reason.ARRIVED
+                )
+            return []
         policy = self._db.policy
-        if self._db.sqlite or policy is None:
-            return
-        targets = {
-            target.key
-            for item in items
-            if item.transaction_id is None
-            for target in policy.arrival_targets(item.properties, item.source_machine)
-        }
-        if targets:
-            queue_ids = sorted({item.queue_id for item in items})
-            values = {"queue_ids": queue_ids, "target_keys": sorted(targets)}
-            await connection.execute(send_statements.QUEUES_LOCKED_WITH_TARGETS, values)
+        placing = [
+            row["lookup_id"]
+            for row in arriving
+            if policy is not None
+            and policy.arrival_may_place(row["journal"], row["admin_queue"], row["acknowledge"])
+        ]
+        if placing:
+            await connection.execute(send_statements.ARRIVALS_TO_OUTBOX, {"lookup_ids": placing})
+        return placing
 
     async def _admission(
         self,

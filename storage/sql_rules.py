@@ -5,7 +5,7 @@ itself to stay one round trip. Each is tied to its Python rule by a property tes
 * the lookup and message IDs a counter gives (qm.rules.lookup_id_for, message_id_for);
 * "nothing follows this receive" (qm.disposal.DisposalPolicy.consequences, Reason.RECEIVED);
 * "this removal may have consequences" (the same, for the negative reasons);
-* "every message of this send is admitted" (qm.rules.admit).
+* "every message of this send is admitted" (qm.rules.admit, message after message).
 
 The SQL may say "maybe" where the rule says no (the statement then leaves the decision to
 Python), never "no" where the rule says yes."""
@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from qm.model import INFINITE, MAX_PRIORITY, Acknowledgment, JournalFlags
-from qm.rules import COUNTER_BITS, COUNTER_MASK, SEQUENCE_MASK
+from qm.rules import COUNTER_BITS, COUNTER_MASK, KB, SEQUENCE_MASK
 from storage.tables import messages, queue_manager, queues
 
 m = messages.c
@@ -65,9 +65,24 @@ def removal_may_follow() -> sa.ColumnElement[bool]:
     return sa.or_(asks_dead_letter(), sa.and_(asks_negative, m.admin_queue.is_not(None)))
 
 
-def admits_everything() -> sa.ColumnElement[bool]:
-    """rules.admit accepts every message whatever its size: neither the queue (`queues`) nor
-    the queue manager has a quota, and the queue manager is not throttled."""
+def admits_all(size: sa.ColumnElement[Any], stored: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
+    """rules.admit accepts each message of a send to the queue (`queues`), one after the other,
+    whose sizes add up to `size`, with the queue manager's messages adding up to `stored`
+    (read only where the queue manager has a quota): it is not throttled, and neither the
+    queue's bytes nor the queue manager's exceed their quota with all of them. Sizes are never
+    negative, so where the whole send fits, each message fits after those before it; where it
+    does not, the statement stores nothing and the transaction decides message by message."""
     return sa.and_(
-        q.quota_kb == INFINITE, queue_manager.c.quota_kb == INFINITE, queue_manager.c.throttled.is_(False)
+        queue_manager.c.throttled.is_(False),
+        _within(q.byte_count + size, q.quota_kb),
+        # CASE: the queue manager's bytes (a sum over all queues) are read only with a quota.
+        sa.case(
+            (queue_manager.c.quota_kb == INFINITE, sa.true()),
+            else_=stored + size <= queue_manager.c.quota_kb * constant(KB),
+        ),
     )
+
+
+def _within(byte_count: sa.ColumnElement[Any], quota_kb: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
+    """Not rules.exceeds."""
+    return sa.or_(quota_kb == INFINITE, byte_count <= quota_kb * constant(KB))

@@ -126,7 +126,7 @@ outbox = sa.Table(
     "outbox",
     metadata,
     sa.Column("lookup_id", sa.BigInteger, primary_key=True, autoincrement=False),
-    sa.Column("reason", sa.String(32), nullable=False),
+    sa.Column("reason", sa.String(32), primary_key=True),
     sa.Column("departed_at", sa.BigInteger, nullable=False),
     sa.Column("queue_kind", sa.String(16), nullable=False),
     sa.Column("queue_name", sa.String(600), nullable=False),
@@ -138,7 +138,8 @@ outbox = sa.Table(
 placed yet: written by the statement that removed them, with their queue as it was then and
 when they left (`departed_at`, for whoever looks at rows left over), and deleted by the
 transaction that places those consequences (storage/outbox.py; migration 0017). A message
-leaves once, so its lookup ID is the key that makes the placement happen once."""
+leaves once and arrives once, so its lookup ID and the reason (ARRIVED: a send, migration
+0018) are the key that makes each placement happen once."""
 
 transactions = sa.Table(
     "transactions",

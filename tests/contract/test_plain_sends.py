@@ -17,6 +17,7 @@ from qm.errors import MqErrorCode
 from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueChanges, QueueSettings
 from qm.rules import COUNTER_MASK
+from qm.store import EnqueueOutcome
 from storage.store import SqlStore
 from storage.tables import messages
 from tests.contract.support import counts, mq_error, store_message
@@ -64,6 +65,31 @@ async def test_a_plain_send_is_one_statement(manager: QueueManager, monkeypatch:
     assert await counts(manager, PLAIN) == (2, 2 * len(FULL.body))
     stored = await _rows(manager, PLAIN)
     assert stored[-1]["lookup_id"] == sent.lookup_id and stored[-1]["message_id"] == sent.message_id
+
+
+async def test_a_send_to_a_queue_with_a_quota_is_one_statement(
+    manager: QueueManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Admission is checked in the statement (sql_rules.admits_all): with room left, one
+    round trip; without, nothing stored and the transaction refuses it."""
+    await manager.create_queue(PLAIN, QueueSettings(quota_kb=1))
+    await manager.configure(quota_kb=64, throttled=None)
+    await manager.send(PLAIN, FULL)
+    with statements_run(manager, monkeypatch) as seen:
+        await manager.send(PLAIN, FULL)
+    assert Counter({kind: n for kind, n in seen.items() if kind != "counts"}) == Counter({"WITH": 1}), seen
+    with mq_error(MqErrorCode.MQ_ERROR_INSUFFICIENT_RESOURCES):
+        await manager.send(PLAIN, replace(FULL, body=b"x" * 1024))
+    assert await counts(manager, PLAIN) == (2, 2 * len(FULL.body))
+
+
+async def test_a_batch_that_fits_only_in_part_is_admitted_message_by_message(manager: QueueManager) -> None:
+    queue = await manager.create_queue(PLAIN, QueueSettings(quota_kb=1))
+    half = MessageProperties(body=b"h" * 600)
+    batch = [replace(store_message(manager, queue.id, half), queue_key=queue.path.key) for _ in range(2)]
+    outcomes = [result.outcome for result in await _store(manager).messages.enqueue(batch)]
+    assert outcomes == [EnqueueOutcome.ACCEPTED, EnqueueOutcome.QUEUE_QUOTA_EXCEEDED]
+    assert await counts(manager, PLAIN) == (1, 600)
 
 
 async def test_plain_sends_store_what_admitted_sends_store(manager: QueueManager) -> None:

@@ -122,6 +122,7 @@ async def test_a_one_message_send_has_a_generic_plan_no_dearer_than_its_custom_p
         "queue": queue.id,
         "key": queue.path.key,
         send_statements.MESSAGE_ID_PREFIX: rules.message_id_prefix(store.db.identity()),
+        send_statements.SIZE: rules.stored_size(sent.properties),
     }
     async with store.engine.connect() as connection:
         generic = await _plan(connection, send_statements.ENQUEUE_PLAIN_ONE, values, "force_generic_plan")

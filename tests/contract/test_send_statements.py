@@ -49,13 +49,13 @@ def _postgresql_only(store: SqlStore) -> None:
 async def test_a_send_runs_the_room_statement_and_the_insert_with_the_totals(
     manager: QueueManager, store: SqlStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A queue with a quota: the send is admitted in its transaction (a plain one is one
-    statement, ENQUEUE_PLAIN: test_plain_sends.py)."""
+    """A send ENQUEUE_PLAIN does not take (here: its queue not named by its path key) is
+    admitted in its transaction (a plain one is one statement: test_plain_sends.py)."""
     _postgresql_only(store)
-    await manager.create_queue("private$/one", QueueSettings(quota_kb=1000))
+    queue = await manager.create_queue("private$/one", QueueSettings(quota_kb=1000))
     await manager.send("private$/one", BODY)
     with statements_run(manager, monkeypatch) as seen:
-        await manager.send("private$/one", BODY)
+        await store.messages.enqueue([store_message(manager, queue.id, BODY)])
     assert _kinds(seen) == Counter({"SELECT": 1, "WITH": 1}), seen
     assert await counts(manager, "private$/one") == (2, 2 * len(BODY.body))
 

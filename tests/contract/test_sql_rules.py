@@ -191,7 +191,7 @@ def test_the_sql_ids_of_a_counter_are_the_rules_ids(
     queue_bytes=SIZES,
     total_bytes=SIZES,
 )
-def test_the_sql_admits_a_whole_send_only_where_the_rule_admits_each_message(
+def test_the_sql_admits_a_whole_send_exactly_where_the_rule_admits_each_message(
     engine: sa.Engine,
     queue_quota: int,
     machine_quota: int,
@@ -200,18 +200,21 @@ def test_the_sql_admits_a_whole_send_only_where_the_rule_admits_each_message(
     queue_bytes: int,
     total_bytes: int,
 ) -> None:
-    """send_statements.ENQUEUE_PLAIN stores a batch unadmitted only where this holds."""
-    judge = sa.select(sql_rules.admits_everything()).select_from(queues.join(queue_manager, sa.true()))
+    """send_statements.ENQUEUE_PLAIN stores a batch without a decision in Python exactly
+    where this holds (elsewhere the transaction decides message by message)."""
+    size, stored = sa.bindparam("size", type_=sa.BigInteger), sa.bindparam("stored", type_=sa.BigInteger)
+    judge = sa.select(sql_rules.admits_all(size, stored)).select_from(queues.join(queue_manager, sa.true()))
     with engine.connect() as connection:
-        connection.execute(sa.update(queues).values(quota_kb=queue_quota))
+        connection.execute(sa.update(queues).values(quota_kb=queue_quota, byte_count=queue_bytes))
         connection.execute(sa.update(queue_manager).values(quota_kb=machine_quota, throttled=throttled))
-        admitted = bool(connection.execute(judge).scalar_one())
+        admitted = bool(connection.execute(judge, {"size": sum(sizes), "stored": total_bytes}).scalar_one())
         connection.rollback()
-    if admitted:
-        for size in sizes:
-            outcome = rules.admit(size, queue_bytes, queue_quota, total_bytes, machine_quota, throttled)
-            assert outcome is EnqueueOutcome.ACCEPTED
-            queue_bytes, total_bytes = queue_bytes + size, total_bytes + size
+    each = True
+    for size_of_one in sizes:
+        outcome = rules.admit(size_of_one, queue_bytes, queue_quota, total_bytes, machine_quota, throttled)
+        each = each and outcome is EnqueueOutcome.ACCEPTED
+        queue_bytes, total_bytes = queue_bytes + size_of_one, total_bytes + size_of_one
+    assert admitted == each
 
 
 def _evaluated(engine: sa.Engine, expression: sa.ColumnElement[Any], row: dict[str, Any], values: Any) -> Any:
