@@ -5,6 +5,7 @@ PostgreSQL (ENQUEUE_PLAIN). Built once, values bound at execution (statements.py
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -12,8 +13,9 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from qm.disposal import Reason
+from qm.model import NewMessage
 from qm.rules import COUNTER_MASK
-from storage import sql_rules
+from storage import rows, sql_rules
 from storage.tables import message_counter, messages, outbox, queue_manager, queues, received_message_ids
 from storage.totals import onto_totals
 
@@ -180,11 +182,21 @@ FORGET = sa.delete(received_message_ids).where(
 
 # -- plain sends ---------------------------------------------------------------------------
 
-_COMPUTED = ("lookup_id", "message_id")
-PLAIN_SEND_COLUMNS = tuple(column.name for column in m if column.name not in _COMPUTED)
-"""The columns ENQUEUE_PLAIN takes as arrays, one value per message, in message order."""
+PLAIN_SEND_COLUMNS = tuple(column.name for column in m if column.name != "lookup_id")
+"""The columns ENQUEUE_PLAIN takes as arrays, one value per message, in message order
+(`message_id` empty where the statement makes it from the counter, as insert_messages does)."""
 MESSAGE_ID_PREFIX = "message_id_prefix"
 """ENQUEUE_PLAIN's value for the start of the message IDs it makes (rules.message_id_prefix)."""
+DUPLICATE_KEY = "duplicate_key"
+"""ENQUEUE_PLAIN's value (value_name) for each message's duplicate key (rules.duplicate_key)
+or NULL; never one key twice in a statement."""
+PLAIN_SEND_VALUES = (*PLAIN_SEND_COLUMNS, DUPLICATE_KEY)
+"""ENQUEUE_PLAIN's values of each message (plain_values)."""
+
+
+def plain_values(message: NewMessage) -> dict[str, Any]:
+    """A message's PLAIN_SEND_VALUES: its row and its duplicate key."""
+    return rows.message_values(message, 0, message.message_id) | {DUPLICATE_KEY: message.duplicate_key}
 
 
 def _arrivals(
@@ -230,6 +242,23 @@ _MACHINE_STORED = sa.select(sa.func.coalesce(sa.func.sum(_all_queues.c.byte_coun
 """The queue manager's bytes (MACHINE_BYTES), read only where it has a quota (sql_rules.admits_all)."""
 
 
+def _remembered_after(room: sa.CTE, keys: Any) -> sa.CTE:
+    """The duplicate keys `keys` gives (`key`, `at`: the arrival), written in key order where
+    not there yet, only once `room` holds the queue's row and admits the send: the admission
+    transaction's lock order (queue rows, then keys sorted; docs/store.md), so that neither
+    holds what the other waits for. Returns the keys written (those of messages stored)."""
+    chosen = (
+        sa.select(keys.c.key, keys.c.at)
+        .where(keys.c.key.is_not(None), sa.exists(sa.select(room.c.id)))
+        .order_by(keys.c.key)
+    )
+    remembered = received_message_ids.c
+    insert = postgresql.insert(received_message_ids).from_select(
+        [remembered.message_id, remembered.received_at], chosen
+    )
+    return insert.on_conflict_do_nothing().returning(remembered.message_id).cte("remembered")
+
+
 def _enqueue_plain(single: bool, arriving: bool = False) -> sa.Select[Any]:
     queue_id = sa.bindparam("queue", type_=sa.Integer)
     room = (
@@ -247,47 +276,70 @@ def _enqueue_plain(single: bool, arriving: bool = False) -> sa.Select[Any]:
     numbered = counters.where(sa.exists(sa.select(room.c.id))).cte("numbered")  # none unless locked
     ranked = sa.select(
         numbered.c.counter, sa.func.row_number().over(order_by=numbered.c.counter).label("ordinal")
-    ).subquery("ranked")
+    ).cte("ranked")
     if single:  # plain values: asyncpg encodes them in about half the CPU of arrays
-        values: list[sa.ColumnElement[Any]] = [
-            sa.cast(sa.bindparam(value_name(name), type_=m[name].type), _unbounded(m[name].type))
+        values: dict[str, sa.ColumnElement[Any]] = {
+            name: sa.cast(sa.bindparam(value_name(name), type_=m[name].type), _unbounded(m[name].type))
             for name in PLAIN_SEND_COLUMNS
-        ]
+        }
+        key: sa.ColumnElement[Any] = sa.cast(sa.bindparam(value_name(DUPLICATE_KEY), type_=sa.Text), sa.Text)
+        keys: Any = sa.select(key.label("key"), values["arrived_time"].label("at")).subquery("keys")
         source: sa.FromClause = ranked
-        priority: sa.ColumnElement[Any] = sa.bindparam(value_name("priority"), type_=m.priority.type)
     else:
-        arrays = [
-            sa.cast(sa.bindparam(value_name(name)), postgresql.ARRAY(_unbounded(m[name].type)))
+        arrays = {
+            name: sa.cast(sa.bindparam(value_name(name)), postgresql.ARRAY(_unbounded(m[name].type)))
             for name in PLAIN_SEND_COLUMNS
-        ]
+        }
+        key_array = sa.cast(sa.bindparam(value_name(DUPLICATE_KEY)), postgresql.ARRAY(sa.Text))
         columns = (sa.column(name, m[name].type) for name in PLAIN_SEND_COLUMNS)
         arrived = (
-            sa.func.unnest(*arrays)
-            .table_valued(*columns, with_ordinality="ordinal")
+            sa.func.unnest(*arrays.values(), key_array)
+            .table_valued(*columns, sa.column("duplicate_key", sa.Text), with_ordinality="ordinal")
             .render_derived(name="arrived")
         )
-        values = [arrived.c[name] for name in PLAIN_SEND_COLUMNS]
+        values = {name: arrived.c[name] for name in PLAIN_SEND_COLUMNS}
+        key = arrived.c.duplicate_key
+        keys = (
+            sa.func.unnest(key_array, arrays["arrived_time"])
+            .table_valued(sa.column("key", sa.Text), sa.column("at", sa.BigInteger))
+            .render_derived(name="keys")
+        )
         source = arrived.join(ranked, ranked.c.ordinal == arrived.c.ordinal)
-        priority = arrived.c.priority
-    lookup_id = sql_rules.lookup_id(priority, ranked.c.counter)
-    message_id = sql_rules.message_id(sa.bindparam(MESSAGE_ID_PREFIX, type_=sa.Text), ranked.c.counter)
-    rows = sa.select(lookup_id, message_id, *values).select_from(source)
+    remembered = _remembered_after(room, keys)
+    given = sa.func.nullif(values["message_id"], sa.literal_column("''", sa.Text))
+    prefix = sa.bindparam(MESSAGE_ID_PREFIX, type_=sa.Text)
+    values["message_id"] = sa.func.coalesce(given, sql_rules.message_id(prefix, ranked.c.counter))
+    lookup_id = sql_rules.lookup_id(values["priority"], ranked.c.counter)
+    fresh = sa.or_(key.is_(None), key.in_(sa.select(remembered.c.message_id)))
+    rows = sa.select(lookup_id, *values.values()).select_from(source).where(fresh)
     inserted = (
         sa.insert(messages)
-        .from_select([*_COMPUTED, *PLAIN_SEND_COLUMNS], rows)
+        .from_select(["lookup_id", *PLAIN_SEND_COLUMNS], rows)
         .returning(*(messages.c if arriving else (m.lookup_id, m.message_id, m.queue_id, m.body_size)))
         .cte("inserted")
     )
     totals = onto_totals(inserted, sign=1).cte("totals")
+    stored_as = inserted.c.lookup_id.op("&")(sql_rules.constant(COUNTER_MASK)) == ranked.c.counter
     answer = (
-        sa.select(inserted.c.lookup_id, inserted.c.message_id)
-        .order_by(inserted.c.lookup_id.op("&")(sql_rules.constant(COUNTER_MASK)))
+        sa.select(ranked.c.ordinal, inserted.c.lookup_id, inserted.c.message_id)
+        .select_from(ranked.outerjoin(inserted, stored_as))
+        .order_by(ranked.c.ordinal)
         .add_cte(totals)
     )
     if not arriving:
         return answer
     arrivals = _arrivals(inserted.c, room.c, inserted.join(room, sa.true()))
     return answer.add_cte(arrivals.cte("arrivals"))
+
+
+def enqueue_plain(values: Sequence[dict[str, Any]], arriving: bool) -> tuple[sa.Select[Any], dict[str, Any]]:
+    """The form of ENQUEUE_PLAIN for a send of these messages (plain_values, in message order)
+    and their values in it; the queue's and the send's (`:queue`, `:key`, `:count`, SIZE,
+    MESSAGE_ID_PREFIX) to be added."""
+    if len(values) == 1:
+        return (ENQUEUE_PLAIN_ONE_ARRIVING if arriving else ENQUEUE_PLAIN_ONE), values_named(values[0])
+    arrays = {value_name(name): [value[name] for value in values] for name in PLAIN_SEND_VALUES}
+    return (ENQUEUE_PLAIN_ARRIVING if arriving else ENQUEUE_PLAIN), arrays
 
 
 ENQUEUE_PLAIN_ONE = _enqueue_plain(single=True)
@@ -301,8 +353,22 @@ policy then decides, message by message)."""
 """PostgreSQL, one statement that is its own transaction: `:count` messages for one queue
 (`:queue`, if its path key is still `:key`), stored only if every one of them is admitted
 (rules.admit, one after the other: sql_rules.admits_all, with their sizes summed in `:size`
-and the quotas and the throttle as stored): lock the queue's row, take the counters (the transaction's ID
-first, as NEXT_COUNTERS), insert with the lookup and message IDs rules.lookup_id_for and
-message_id_for would give, add to the queue's totals. Returns each message's lookup and
-message ID in message order, or no rows when it stored nothing (then the transaction path
-decides). The values of the other columns are arrays, one per PLAIN_SEND_COLUMNS."""
+and the quotas and the throttle as stored): lock the queue's row, take the counters (the
+transaction's ID first, as NEXT_COUNTERS), remember the duplicate keys (`:new_duplicate_key`),
+insert the messages whose key was not there yet (or that have none) with the lookup and
+message IDs rules.lookup_id_for and message_id_for would give (a message ID given is kept),
+add them to the queue's totals. Returns a row per message in message order, its ordinal and
+its lookup and message ID, or NULLs for a duplicate (its key remembered already, or committed
+meanwhile by a concurrent copy: it took no room, since the whole send fits); no rows when it
+stored and remembered nothing (then the transaction path decides, and answers duplicates as
+such even when the queue is full). The values of the other columns are arrays, one per
+PLAIN_SEND_COLUMNS.
+
+The keys are written after the queue's row is held, in key order, as the admission
+transaction writes them (docs/store.md, lock order): a send holding a key uncommitted holds
+the row of the queue the key names, so a copy waits for that row first, and a key uncommitted
+otherwise (a test's, the housekeeping pass forgetting it) makes the statement wait for that
+transaction's end holding the queue's row. A statement that commits by itself waits here
+where a receive's claim never does: a caller cancelled meanwhile leaves its message stored or
+not, as a send whose answer was lost does, and the sender's retry is caught by the key
+(stored: a duplicate; not: stored then)."""

@@ -135,51 +135,50 @@ class Sender:
     ) -> list[list[EnqueueResult]] | None:
         """PostgreSQL: a batch of plain messages for one queue in one statement that is its own
         transaction (send_statements.ENQUEUE_PLAIN: one round trip where the transaction takes
-        four), with an outbox row per message where an arrival may place something (their
-        lookup IDs added to `arrived`); None where the transaction must run: the batch is not
-        plain (_plain_batch), or a message would not be admitted (a quota or the throttle: the
-        statement then stores nothing)."""
+        four), duplicate keys remembered in it, with an outbox row per message stored where an
+        arrival may place something (their lookup IDs added to `arrived`); None where the
+        transaction must run: the batch is not plain (_plain_batch), or a message would not be
+        admitted (a quota or the throttle: the statement then stores and remembers nothing). A
+        key repeated in the batch is a duplicate after its first message (which, if refused,
+        refuses all): not sent to the statement."""
         items = self._plain_batch(requests)
         if items is None:
             return None
-        arriving = self._arrivals_may_place(items)
-        values = [rows.message_values(item, 0, "") for item in items]
-        arguments: dict[str, Any]
-        if len(values) == 1:
-            statement = (
-                send_statements.ENQUEUE_PLAIN_ONE_ARRIVING if arriving else send_statements.ENQUEUE_PLAIN_ONE
-            )
-            arguments = send_statements.values_named(values[0])
-        else:
-            statement = send_statements.ENQUEUE_PLAIN_ARRIVING if arriving else send_statements.ENQUEUE_PLAIN
-            arguments = {
-                send_statements.value_name(name): [value[name] for value in values]
-                for name in send_statements.PLAIN_SEND_COLUMNS
-            }
+        chosen = _first_of_each_key(items)
+        sent = [items[index] for index in chosen]
+        arriving = self._arrivals_may_place(sent)
+        values = [send_statements.plain_values(item) for item in sent]
+        statement, arguments = send_statements.enqueue_plain(values, arriving)
         arguments |= {
             "queue": items[0].queue_id,
             "key": items[0].queue_key,
-            "count": len(items),
-            send_statements.SIZE: sum(rules.stored_size(item.properties) for item in items),
+            "count": len(sent),
+            send_statements.SIZE: sum(rules.stored_size(item.properties) for item in sent),
             send_statements.MESSAGE_ID_PREFIX: rules.message_id_prefix(self._db.identity()),
         }
         async with self._db.engine.connect() as connection:
-            stored = await driver_sql.read(connection, statement, arguments)
-        if not stored:  # not every message admitted: the transaction decides, one by one
+            answered = await driver_sql.read(connection, statement, arguments)
+        if not answered:  # not every message admitted: the transaction decides, one by one
             return None
-        self._db.committed(Counter(item.queue_id for item in items))
+        found = dict(zip(chosen, answered, strict=True))  # a repeated key: a duplicate, no row
+        placed = [found.get(index) for index in range(len(items))]
+        stored = [row["lookup_id"] for row in placed if row is not None and row["lookup_id"] is not None]
+        self._db.committed(Counter(items[0].queue_id for _ in stored))
         if arriving:
-            arrived.extend(row["lookup_id"] for row in stored)
-        placed = iter(
-            EnqueueResult(EnqueueOutcome.ACCEPTED, row["lookup_id"], row["message_id"]) for row in stored
+            arrived.extend(stored)
+        flat = iter(
+            EnqueueResult(EnqueueOutcome.ACCEPTED, row["lookup_id"], row["message_id"])
+            if row is not None and row["lookup_id"] is not None
+            else EnqueueResult(EnqueueOutcome.DUPLICATE)
+            for row in placed
         )
-        return [[next(placed) for _ in request.messages] for request in requests]
+        return [[next(flat) for _ in request.messages] for request in requests]
 
     def _plain_batch(self, requests: Sequence[EnqueueRequest]) -> list[NewMessage] | None:
         """The batch's messages if ENQUEUE_PLAIN can store them: PostgreSQL, one queue known by
-        its path key (the statement checks the quotas and the throttle as stored), a durable
-        commit, no callback, and no message with a duplicate key, a stream, a transaction or a
-        message ID of its own."""
+        its path key (the statement checks the quotas and the throttle as stored, and the
+        duplicate keys), a durable commit, no callback, and no message with a stream or a
+        transaction."""
         if self._db.sqlite or any(request.within is not None for request in requests):
             return None
         if self._relaxed_express and all(request.express for request in requests):
@@ -191,10 +190,8 @@ class Sender:
                 item.queue_id != first.queue_id
                 or item.queue_key is None
                 or item.queue_key != first.queue_key
-                or item.duplicate_key is not None
                 or item.stream is not None
                 or item.transaction_id is not None
-                or item.message_id
             ):
                 return None
         return items
@@ -386,3 +383,14 @@ class Sender:
         counters = None if self._db.sqlite else sorted(limits[send_statements.COUNTERS])
         totals = {row["id"]: QueueRoom(row["byte_count"], row["quota_kb"]) for row in found.values()}
         return totals, machine, counters
+
+
+def _first_of_each_key(items: Sequence[NewMessage]) -> list[int]:
+    """The indices of a batch's messages but those whose duplicate key an earlier one has."""
+    keys: set[str | None] = set()
+    chosen = []
+    for index, item in enumerate(items):
+        if item.duplicate_key is None or item.duplicate_key not in keys:
+            chosen.append(index)
+            keys.add(item.duplicate_key)
+    return chosen

@@ -8,6 +8,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -438,14 +439,25 @@ async def _on_the_driver(connection: AsyncConnection, kind: str, statement: Any,
     return _first_columns(found, statement) if kind == "scalars" else found
 
 
+def _keyed(values: Any) -> bool:
+    """Whether ENQUEUE_PLAIN's values carry a duplicate key (one, or one of an array)."""
+    key = (
+        values.get(send_statements.value_name(send_statements.DUPLICATE_KEY))
+        if isinstance(values, dict)
+        else None
+    )
+    return any(key) if isinstance(key, list) else key is not None
+
+
 async def test_every_statement_the_store_sends_on_the_driver_gives_what_sqlalchemy_gives(
     manager: QueueManager, reader: QueueReader, store: SqlStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The store's work of every kind (plain, admitted, duplicate-keyed, transactional and
-    multi-queue sends; plain, journaled, acknowledged, batched and two-phase receives; placed
-    copies), recorded as it runs on the driver path; then each statement run again both ways,
-    through SQLAlchemy and on the driver, on the same database: the same rows, or the same
-    error (a key already there, a row gone)."""
+    """The store's work of every kind (plain, admitted, duplicate-keyed (one message, and a
+    batch with a key repeated), transactional and multi-queue sends; plain, journaled,
+    acknowledged, batched and two-phase receives; placed copies), recorded as it runs on the
+    driver path; then each statement run again both ways, through SQLAlchemy and on the
+    driver, on the same database: the same rows, or the same error (a key already there, a row
+    gone)."""
     first, second = await _stocked(manager)
     admin = await manager.create_queue("private$/driver-admin", QueueSettings(quota_kb=1000))
     await manager.create_queue("private$/driver-x", QueueSettings(transactional=True))
@@ -458,6 +470,11 @@ async def test_every_statement_the_store_sends_on_the_driver_gives_what_sqlalche
         await manager.send("private$/driver-a", acknowledged)
         await manager.deliver("private$/driver-b", BODY, duplicate_key="{key}\\1")
         await manager.deliver("private$/driver-b", BODY, duplicate_key="{key}\\1")
+        key_b = (await manager.get_queue("private$/driver-b")).path.key
+        keyed = replace(store_message(manager, second, BODY), queue_key=key_b)
+        await store.messages.enqueue(
+            [replace(keyed, duplicate_key=key) for key in ("k/1", "k/1", None, "k/2")]
+        )
         await store.messages.enqueue(
             [store_message(manager, queue_id, BODY) for queue_id in (second, first, admin.id) * 5]
         )
@@ -471,6 +488,10 @@ async def test_every_statement_the_store_sends_on_the_driver_gives_what_sqlalche
         assert locked is not None
         await reader.end_lock(locked[1], commit=True)
     assert len({id(statement) for _, statement, _ in seen}) >= 8, seen
+    plain = (send_statements.ENQUEUE_PLAIN_ONE, send_statements.ENQUEUE_PLAIN)
+    assert store.db.sqlite or {id(statement) for _, statement, values in seen if _keyed(values)} >= {
+        id(statement) for statement in plain
+    }, "the plain statement remembers duplicate keys, one message or several"
     for kind, statement, values in seen:
         through_sqlalchemy = await _outcome(_by_sqlalchemy, store, kind, statement, values)
         on_the_driver = await _outcome(_on_the_driver, store, kind, statement, values)

@@ -118,7 +118,7 @@ async def test_a_one_message_send_has_a_generic_plan_no_dearer_than_its_custom_p
     sent = dataclasses.replace(
         store_message(manager, queue.id, MessageProperties(body=b"x" * 1024)), queue_key=queue.path.key
     )
-    values = send_statements.values_named(dict(rows.message_values(sent, 0, ""))) | {
+    values = send_statements.values_named(send_statements.plain_values(sent)) | {
         "queue": queue.id,
         "key": queue.path.key,
         send_statements.MESSAGE_ID_PREFIX: rules.message_id_prefix(store.db.identity()),
