@@ -32,10 +32,9 @@ class Housekeeping:
         self, now: datetime, forget_ids_before: datetime | None = None
     ) -> ReleaseReport:
         now_us = rows.to_us(now)
+        if forget_ids_before is not None:
+            await self._forget_duplicate_keys(forget_ids_before)
         async with self._db.transaction() as connection:
-            if forget_ids_before is not None:
-                old = received_message_ids.c.received_at < rows.to_us(forget_ids_before)
-                await connection.execute(sa.delete(received_message_ids).where(old))
             consequences = Consequences(self._db, connection, now)
             gone: list[Row] = []
             placements: list[Placement] = []
@@ -63,6 +62,15 @@ class Housekeeping:
             await consequences.settle(gone, placements)
             closed = await connection.execute(sa.delete(cursors).where(cursors.c.expires_at <= now_us))
         return ReleaseReport(len(locked), len(expired), int(closed.rowcount), frozenset(touched))
+
+    async def _forget_duplicate_keys(self, before: datetime) -> None:
+        """The duplicate keys remembered before `before`, forgotten in a transaction of their
+        own. A keyed send holds its queue's row and then writes its key (docs/store.md, lock
+        order); deleting keys in the pass's transaction, which then locks queue rows, made a
+        send resending a message at its key's expiry and the pass wait for each other."""
+        async with self._db.transaction() as connection:
+            old = received_message_ids.c.received_at < rows.to_us(before)
+            await connection.execute(sa.delete(received_message_ids).where(old))
 
     def _expired_locks(self, now_us: int) -> sa.Select[Any]:
         """The two-phase locks past their expiry, their rows locked (PostgreSQL), skipping rows

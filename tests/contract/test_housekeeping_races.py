@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 import storage.holds
 from qm.clock import SettableClock
@@ -16,6 +17,7 @@ from qm.errors import MqError
 from qm.manager import QueueManager
 from qm.model import JournalFlags, Message, MessageProperties, QueueSettings
 from qm.reading import QueueReader, _parse_lock_tag
+from storage.engine import make_engine
 from storage.store import SqlStore
 from tests.contract.support import counts
 from tests.contract.test_lock_order import (
@@ -172,3 +174,47 @@ async def test_a_purge_and_a_receive_of_a_message_whose_lock_expired_under_a_pur
     received, _purged = await _within_limit(asyncio.gather(receiving, purging))
     taken = [message for message in received if isinstance(message, Message)]
     assert len(taken) + len(await _dead_letters_of(reader, b"left")) == 1  # received or purged
+
+
+async def test_a_keyed_send_and_housekeeping_forgetting_its_key_do_not_deadlock(
+    manager: QueueManager, clock: SettableClock, database_url: str
+) -> None:
+    # A keyed send holds its queue's row, then writes its key (the lock order: queue rows,
+    # then keys). The housekeeping pass used to delete the keys past the duplicate window in
+    # the transaction that then aborts idle transactions and locks their queues' rows: a send
+    # resending a message right at its key's expiry waited for the pass's delete while the
+    # pass waited for the send's queue row. The keys are forgotten in a transaction of their own.
+    _postgres_only(database_url)
+    await manager.create_queue(PATH, QueueSettings(transactional=True))
+    await manager.create_queue("private$/keyed", QueueSettings())
+    sender_id = "{5b0c7e1a-2f3d-4c8e-9a61-0d4f2b7c8e93}\\1"
+    assert await manager.deliver("private$/keyed", MessageProperties(body=b"k"), None, sender_id) is not None
+    idle = await manager.begin_transaction()
+    await manager.send(PATH, MessageProperties(body=b"in an idle transaction"), idle.id)
+    clock.advance(manager.config.duplicate_window_s + 1)  # the key and the transaction both expired
+    queue = await manager.get_queue(PATH)
+    engine = make_engine(database_url)
+    try:
+        async with engine.begin() as sending:  # as a keyed send to the queue would, in its order
+            await sending.execute(
+                sa.text("SELECT id FROM queues WHERE id = :id FOR UPDATE"), {"id": queue.id}
+            )
+            (key,) = (await sending.execute(sa.text("SELECT message_id FROM received_message_ids"))).scalars()
+            releasing = asyncio.create_task(manager.release_expired())
+            await _until_waiting(database_url, 1, releasing)
+            assert not releasing.done()  # the pass waits for the queue's row, to abort into it
+            written = await _within_limit(
+                sending.execute(
+                    sa.text(
+                        "INSERT INTO received_message_ids (message_id, received_at) VALUES (:key, 0) "
+                        "ON CONFLICT DO NOTHING RETURNING message_id"
+                    ),
+                    {"key": key},
+                )
+            )
+            assert written.scalars().all() == [key]  # forgotten and committed before the pass waited
+        report = await _within_limit(releasing)
+    finally:
+        await engine.dispose()
+    assert report.transactions_aborted == 1
+    assert await counts(manager, PATH) == (0, 0)
