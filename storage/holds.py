@@ -41,6 +41,18 @@ async def hold_transactions(
             )
 
 
+def locked_in_lookup_order(chosen: sa.ColumnElement[bool], keeps_key: bool) -> sa.ColumnElement[bool]:
+    """PostgreSQL: the message rows `chosen` selects, as a condition on their lookup IDs, whose
+    rows one subquery (an InitPlan, run before the statement changes any row) locks first in
+    lookup-ID order, FOR NO KEY UPDATE for a statement that `keeps_key` (else FOR UPDATE). A
+    statement that locks many rows by a scan (UPDATE … WHERE queue_id = …) takes them in the
+    order the scan meets them (by state, then lookup ID, or the table's order: a row received
+    meanwhile is met through its old entry), and deadlocks with one that takes some of them in
+    lookup-ID order (a commit's)."""
+    ordered = sa.select(m.lookup_id).where(chosen).order_by(m.lookup_id).with_for_update(key_share=keeps_key)
+    return m.lookup_id == sa.any_(sa.func.array(ordered.scalar_subquery()))
+
+
 async def delete_rows(connection: AsyncConnection, leaving: Iterable[Mapping[Any, Any]]) -> None:
     ids = [row["lookup_id"] for row in leaving]
     if ids:

@@ -18,6 +18,7 @@ from qm.paths import SystemQueue, system_queue_path
 from storage import send_statements, sql_rules
 from storage.consequences import Consequences
 from storage.database import CHANGED_QUEUES, Database
+from storage.holds import locked_in_lookup_order
 from storage.tables import AVAILABLE, LOCKED, cursors, messages, queues, srmp_streams, transactions
 from storage.totals import change_totals
 from storage.transaction_ends import TransactionEnds
@@ -156,23 +157,26 @@ class Removal:
                 placements.extend(ended[2])
         return gone, placements
 
-    @staticmethod
-    async def _mark_purged(connection: AsyncConnection, queue_id: int) -> None:
+    async def _mark_purged(self, connection: AsyncConnection, queue_id: int) -> None:
         """Mark the queue's available and locked messages as the purge's, before any queue row
-        is locked: the update locks their rows (message rows first, as every removal does), the
-        available ones are removed below, the locked ones when their lock ends. A message that
-        arrives meanwhile is not marked, so the purge never waits for its row while it holds
-        queue rows (a receive may hold it and wait for the queue's row)."""
+        is locked: the update locks their rows (message rows first, as every removal does; on
+        PostgreSQL in lookup-ID order, as a commit locks its own: holds.locked_in_lookup_order),
+        the available ones are removed below, the locked ones when their lock ends. A message
+        that arrives meanwhile is not marked, so the purge never waits for its row while it
+        holds queue rows (a receive may hold it and wait for the queue's row)."""
         purged = sa.and_(m.queue_id == queue_id, m.state.in_([AVAILABLE, LOCKED]), m.purge_pending.is_(False))
+        if not self._db.sqlite:  # one writer: no row locks
+            purged = locked_in_lookup_order(purged, keeps_key=True)
         await connection.execute(sa.update(messages).where(purged).values(purge_pending=True))
 
     async def _hold_messages(self, connection: AsyncConnection, where: sa.ColumnElement[bool]) -> None:
         """PostgreSQL: lock every message row the removal will touch before any queue row, as
         every other removal does. Removing in batches locks queue rows (totals, dead-letter
         copies, acknowledgments) between the batches; a receive holding a message row of a
-        later batch would wait for those while the removal waits for its message: a deadlock."""
+        later batch would wait for those while the removal waits for its message: a deadlock.
+        In lookup-ID order, as a commit locks its own (holds.locked_in_lookup_order says why)."""
         if not self._db.sqlite:
-            held = sa.select(m.lookup_id).where(where).with_for_update().subquery()
+            held = sa.select(m.lookup_id).where(where).order_by(m.lookup_id).with_for_update().subquery()
             await connection.execute(sa.select(sa.func.count()).select_from(held))
 
     async def _lock_removal_targets(

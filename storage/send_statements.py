@@ -37,8 +37,10 @@ QUEUE_ROOM = (
 )
 """The destinations' bytes and quotas with the queue manager's quota and throttle, one
 statement (`:queue_ids`)."""
-QUEUE_ROOM_LOCKED = QUEUE_ROOM.with_for_update(of=queues)
-"""QUEUE_ROOM locking the queues' rows (PostgreSQL; not the queue manager's row)."""
+QUEUE_ROOM_LOCKED = QUEUE_ROOM.with_for_update(of=queues, key_share=True)
+"""QUEUE_ROOM locking the queues' rows (PostgreSQL; not the queue manager's row) FOR NO KEY
+UPDATE, as the totals take them: FOR UPDATE would also wait for the key-share lock of any
+insert referring to the queue (docs/store.md, "The one lock order")."""
 
 MACHINE_BYTES = sa.select(sa.func.sum(q.byte_count))
 
@@ -53,9 +55,8 @@ def _queues_locked_with_targets(no_key: bool) -> sa.Select[Any]:
 
 QUEUES_LOCKED_WITH_TARGETS = _queues_locked_with_targets(no_key=False)
 """PostgreSQL: the rows of the queues `:queue_ids` and of the queues `:target_keys` names,
-locked FOR UPDATE in one sweep in ID order: a send batch's queues and the queues its arrivals
-place into, before QUEUE_ROOM takes its part of them again; a deleted queue with the queues
-its messages place into (no insert into it commits after this)."""
+locked FOR UPDATE in one sweep in ID order: a deleted queue with the queues its messages place
+into (FOR UPDATE: the row is deleted, and no insert referring to it commits after this)."""
 QUEUES_LOCKED_WITH_TARGETS_NO_KEY = _queues_locked_with_targets(no_key=True)
 """QUEUES_LOCKED_WITH_TARGETS taking FOR NO KEY UPDATE, as the totals do (a purge)."""
 
@@ -269,7 +270,7 @@ def _enqueue_plain(single: bool, arriving: bool = False) -> sa.Select[Any]:
             q.path_key == sa.bindparam("key", type_=q.path_key.type),
             sql_rules.admits_all(sa.bindparam(SIZE, type_=sa.BigInteger), _MACHINE_STORED),
         )
-        .with_for_update(of=queues)
+        .with_for_update(of=queues, key_share=True)  # FOR NO KEY UPDATE, as QUEUE_ROOM_LOCKED
         .cte("room")
     )
     counters = _counters(message_counter.next_value().label("counter"), one=single)

@@ -253,3 +253,23 @@ async def test_a_purge_and_a_receive_holding_one_of_its_messages_do_not_deadlock
     assert [message.properties.body for message in received if isinstance(message, Message)] == [b"claimed"]
     assert purged == 1
     assert await counts(manager, "private$/journaled") == (0, 0)
+
+
+async def test_a_send_does_not_wait_for_a_key_share_lock_on_its_queue_row(
+    manager: QueueManager, database_url: str
+) -> None:
+    # A row inserted that refers to a queue (a message placed, a cursor opened, a journal
+    # made) holds FOR KEY SHARE on the queue's row until its transaction ends: the foreign
+    # key's check. A send changes only its queues' totals, and takes their rows FOR NO KEY
+    # UPDATE as every other change of totals does; its FOR UPDATE waited for that lock, and
+    # made the lock order depend on who had inserted what (the stress: a send's room and a
+    # placement's sweep deadlocked).
+    _postgres_only(database_url)
+    first = await manager.create_queue("private$/first", QueueSettings())
+    second = await manager.create_queue("private$/second", QueueSettings())
+    batch = [store_message(manager, queue.id, CONCURRENT) for queue in (first, second)]
+    key_share = "SELECT id FROM queues WHERE id = :id FOR KEY SHARE"
+    async with _row_held(database_url, key_share, second.id):
+        await _within_limit(manager.send("private$/second", CONCURRENT))  # ENQUEUE_PLAIN
+        assert len(await _within_limit(manager.store.messages.enqueue(batch))) == 2  # the room
+    assert await counts(manager, "private$/second") == (2, 2 * len(b"concurrent"))

@@ -6,15 +6,29 @@ test_lock_order.py. SQLite has one writer: its transactions never wait for each 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
 
+import anyio
 import pytest
+import sqlalchemy as sa
 
 from qm.errors import MqError
 from qm.manager import QueueManager
 from qm.model import JournalFlags, MessageProperties, QueueSettings
 from qm.reading import QueueReader
-from tests.contract.support import counts
-from tests.contract.test_lock_order import _message_row_held, _postgres_only, _until_waiting, _within_limit
+from qm.store import Seek
+from storage.engine import make_engine
+from storage.store import SqlStore
+from tests.contract.support import WAIT_LIMIT_S, counts
+from tests.contract.test_lock_order import (
+    _message_row_held,
+    _postgres_only,
+    _until_waiting,
+    _within_limit,
+    pause_after,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -66,3 +80,117 @@ async def test_a_transaction_commit_racing_the_deletion_of_its_queue_is_no_inter
     assert deleting.exception() is None
     error = committing.exception()
     assert error is None or isinstance(error, MqError), repr(error)
+
+
+@asynccontextmanager
+async def _key_shared(database_url: str, lookup_id: int) -> AsyncIterator[None]:
+    """The message's row held FOR KEY SHARE from outside until the block ends: a commit's FOR
+    UPDATE waits for it there, an UPDATE that keeps the key (a purge's mark) does not."""
+    engine = make_engine(database_url)
+    try:
+        async with engine.begin() as connection:
+            locking = "SELECT lookup_id FROM messages WHERE lookup_id = :id FOR KEY SHARE"
+            await connection.execute(sa.text(locking), {"id": lookup_id})
+            yield
+    finally:
+        await engine.dispose()
+
+
+def _blocked(database_url: str) -> int:
+    """How many transactions wait for a lock another transaction holds now (one whose holder
+    has just ended, not woken yet, is not counted)."""
+    url = sa.engine.make_url(database_url).set(drivername="postgresql+psycopg")
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as connection:
+            blocked = connection.exec_driver_sql(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND cardinality(pg_blocking_pids(pid)) > 0"
+            )
+            return int(blocked.scalar_one())
+    finally:
+        engine.dispose()
+
+
+async def _until_blocked(database_url: str, blocked: int, *tasks: asyncio.Task[Any]) -> None:
+    """Return once `blocked` transactions wait for a lock held now (or a task ended)."""
+    with anyio.fail_after(WAIT_LIMIT_S):
+        while not any(task.done() for task in tasks):
+            if await anyio.to_thread.run_sync(_blocked, database_url) >= blocked:
+                return
+            await asyncio.wait(set(tasks), timeout=0.01, return_when=asyncio.FIRST_COMPLETED)
+
+
+async def test_a_commit_and_a_purge_meeting_its_messages_out_of_lookup_order_do_not_deadlock(
+    manager: QueueManager, reader: QueueReader, other_process: QueueManager, database_url: str
+) -> None:
+    # The stress: a 500 from POST /api/transactions/{id}/commit (deadlock_detected). The
+    # commit locks its rows in lookup-ID order (`first`, then `later`); the purge's mark, an
+    # UPDATE of the queue's rows, locked them in the order its scan met them: by state, then
+    # lookup ID, so `later`, received in the transaction after the mark's statement began,
+    # through its entry as an available message, before `first`. Here the mark waits at
+    # `ahead` (held from outside) meanwhile, and the commit, between its two rows, for a
+    # key-share lock on `later` that the mark's UPDATE passes.
+    _postgres_only(database_url)
+    await manager.create_queue(PATH, QueueSettings(transactional=True))
+    for body in (b"ahead", b"first", b"later"):
+        await manager.send(PATH, MessageProperties(body=body), "single")
+    ahead = await reader.by_lookup_id(PATH, Seek.FIRST)
+    transaction = await manager.begin_transaction()
+    first = await reader.by_lookup_id(
+        PATH, Seek.NEXT, ahead.lookup_id, receive=True, transaction=transaction.id
+    )
+    async with AsyncExitStack() as later_key_shared:
+        async with _message_row_held(database_url, ahead.lookup_id):
+            purging = asyncio.create_task(other_process.purge_queue(PATH))
+            await _until_waiting(database_url, 1, purging)
+            later = await reader.by_lookup_id(PATH, Seek.LAST, receive=True, transaction=transaction.id)
+            assert ahead.lookup_id < first.lookup_id < later.lookup_id
+            await later_key_shared.enter_async_context(_key_shared(database_url, later.lookup_id))
+            committing = asyncio.create_task(manager.commit(transaction.id))
+            await _until_waiting(database_url, 2, purging, committing)
+        # `ahead` let go: the mark goes on (the old code: it takes `later`), then waits for `first`
+        await _until_blocked(database_url, 2, purging, committing)
+    purged, _ = await _within_limit(asyncio.gather(purging, committing))
+    assert purged == 1  # `ahead`; the commit removed the two it received
+    assert await counts(manager, PATH) == (0, 0)
+
+
+async def test_a_commit_and_a_queue_deletion_meeting_its_messages_out_of_lookup_order_do_not_deadlock(
+    manager: QueueManager,
+    reader: QueueReader,
+    other_process: QueueManager,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As the purge's mark above, the deletion's hold of the queue's messages (SELECT … FOR
+    # UPDATE) met `later`, received after its statement began, before `first`. The
+    # transaction held no message of the queue when the deletion looked for holders (whose
+    # rows it locks first, and a commit deletes its own first), so nothing orders the two.
+    _postgres_only(database_url)
+    queue = await manager.create_queue(PATH, QueueSettings(transactional=True))
+    for body in (b"ahead", b"first", b"later"):
+        await manager.send(PATH, MessageProperties(body=body), "single")
+    ahead = await reader.by_lookup_id(PATH, Seek.FIRST)
+    transaction = await manager.begin_transaction()
+    deleting_store = other_process.store
+    assert isinstance(deleting_store, SqlStore)
+    looked = pause_after(monkeypatch, deleting_store.queues._removal, "_holders")
+    deleting = asyncio.create_task(other_process.delete_queue(PATH))
+    await _within_limit(looked.reached.wait())  # no holder
+    first = await reader.by_lookup_id(
+        PATH, Seek.NEXT, ahead.lookup_id, receive=True, transaction=transaction.id
+    )
+    async with AsyncExitStack() as later_held:
+        async with _message_row_held(database_url, ahead.lookup_id):
+            looked.go_on.set()
+            await _until_waiting(database_url, 1, deleting)
+            later = await reader.by_lookup_id(PATH, Seek.LAST, receive=True, transaction=transaction.id)
+            assert ahead.lookup_id < first.lookup_id < later.lookup_id
+            await later_held.enter_async_context(_message_row_held(database_url, later.lookup_id))
+        await _until_blocked(database_url, 1, deleting)  # the hold goes on, up to `later`
+        committing = asyncio.create_task(manager.commit(transaction.id))
+        await _until_blocked(database_url, 2, deleting, committing)
+    deleted, _ = await _within_limit(asyncio.gather(deleting, committing))
+    assert deleted == 1  # `ahead`; the commit removed the two it received
+    assert await manager.store.queues.find_queue(queue.path) is None
