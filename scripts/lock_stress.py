@@ -1,5 +1,6 @@
 """Adversarial concurrency stress of gateway processes sharing one PostgreSQL database,
-through the REST API, with exact per-message accounting.
+through the REST API and SRMP (each SRMP message POSTed twice at once, as a resend), with
+exact per-message accounting.
 
 Every message body is "S|<tag>" with a unique tag, and (almost) every message asks for a
 dead-letter copy (MQMSG_DEADLETTER), so that every way a message can leave its queue
@@ -7,6 +8,11 @@ leaves a trace: a confirmed receive (kept here), the message itself still in a q
 dead-letter copy (system$;deadletter / system$;deadxact) whose class says why. At the end
 the traffic stops, locks and transactions are left to expire, every queue is listed, and
 each tag is reconciled against what the gateway acknowledged.
+
+Start the gateways with MSMQGW_TRANSACTION_TIMEOUT_S shorter than --settle (5, say): the
+transactions it forgets on purpose must have been aborted by housekeeping before the queues are
+listed, or a message one of them received shows as a purge's dead letter without its NACK (the
+admin queue listed before the abort, the dead-letter queue after).
 
     PYTHONPATH=. .venv/bin/python scripts/lock_stress.py --url http://127.0.0.1:18081 \
         --url http://127.0.0.1:18082 --duration 300 --workers 24 --out /tmp/stress.json
@@ -32,9 +38,15 @@ from typing import Any
 
 import httpx
 
+from soap.build import build_request
+from soap.envelope import Msmq, Path, Properties, Services, SrmpEnvelope
+from soap.ids import MessageId
+from soap.times import SrmpTime
+
 DEADLETTER, JOURNAL = 1, 2
 POS_ARRIVAL, POS_RECEIVE, NEG_ARRIVAL, NEG_RECEIVE = 1, 2, 4, 8
 INFINITE = 4294967295
+SRMP_SENDER = uuid.uuid4()  # a queue manager of its own per run: its message IDs are new keys
 
 PLAIN = ["private$/p0", "private$/p1", "private$/p2", "private$/p3"]
 TXQ = ["private$/t0", "private$/t1", "private$/t2"]
@@ -235,6 +247,24 @@ class Driver:
         (self.ledger.received if confirmed else self.ledger.maybe_received)[tag].append(how)
         return tag
 
+    async def srmp_send(self, worker: int, queue: str) -> None:
+        """An SRMP arrival (the sender's message ID, a duplicate key) POSTed twice at once, as a
+        sender resending after a lost answer: stored once, or dead-lettered once (quota)."""
+        tag = self.tag(worker)
+        content_type, body = _srmp_request(queue, self.counter, f"S|{tag}".encode())
+        headers = {"Content-Type": content_type}
+        responses = await asyncio.gather(
+            *(
+                self.call("srmp_send", "POST", f"/msmq/{queue}", content=body, headers=headers)
+                for _ in range(2)
+            )
+        )
+        props = {"journal": DEADLETTER}
+        if any(response is not None and response.status_code == 200 for response in responses):
+            self.record(tag, queue, props, "acked", None)
+        elif any(response is None or response.status_code >= 500 for response in responses):
+            self.record(tag, queue, props, "unknown", None)
+
     async def receive(self, queue: str) -> None:
         timeout = self.rng.choice([0, 0, 200, 1500])
         response = await self.call(
@@ -411,6 +441,7 @@ class Driver:
         ops: list[tuple[float, Callable[[], Awaitable[Any]]]] = [
             (18, lambda: self.send(worker, r.choice(PLAIN + EPHEMERAL))),
             (6, lambda: self.send(worker, r.choice(PLAIN + EPHEMERAL), raw=True)),
+            (6, lambda: self.srmp_send(worker, r.choice(PLAIN))),
             (8, lambda: self.send(worker, r.choice(TXQ + TX_EPHEMERAL + [TADMIN]), "single")),
             (10, lambda: self.receive(r.choice(PLAIN + EPHEMERAL + TXQ))),
             (2, lambda: self.receive_raw(r.choice(PLAIN + TXQ))),
@@ -433,6 +464,29 @@ class Driver:
                 await op()
             except Exception as error:
                 self.ledger.transport_errors[f"client:{type(error).__name__}:{error}"[:120]] += 1
+
+
+def _srmp_request(queue: str, sequence: int, body: bytes) -> tuple[str, bytes]:
+    """`(Content-Type, body)` of a recoverable SRMP message asking for a dead-letter copy, its
+    message ID unique to this run and `sequence`."""
+    sent = int(time.time())
+    envelope = SrmpEnvelope(
+        path=Path(
+            action="MSMQ:stress", to=f"http://127.0.0.1/msmq/{queue}", id=MessageId(SRMP_SENDER, sequence)
+        ),
+        properties=Properties(SrmpTime.from_epoch(sent + 3600), SrmpTime.from_epoch(sent)),
+        services=Services(durable=True),
+        msmq=Msmq(
+            message_class=0,
+            priority=3,
+            body_type=0,
+            source_qm_guid=SRMP_SENDER,
+            ttrq=SrmpTime.from_epoch(sent + 7200),
+            dead_letter=True,
+        ),
+        body=body,
+    )
+    return build_request(envelope)
 
 
 # -- set-up and final accounting ---------------------------------------------------------
