@@ -2,7 +2,7 @@
 
 httpx costs ~100 us of client CPU per request; this costs a few. Requests are prepared as
 bytes before the clock starts, so the measured loop is write, read the head, read
-Content-Length bytes. The gateway (uvicorn) always answers with Content-Length.
+Content-Length bytes (or the chunks of a streamed answer: browse pages, exports).
 """
 
 from __future__ import annotations
@@ -43,8 +43,19 @@ class Connection:
             if line[:15].lower() == b"content-length:":
                 length = int(line[15:])
                 break
+            if line.lower() == b"transfer-encoding: chunked":
+                return status, await self._chunks()
         body = await self._reader.readexactly(length) if length else b""
         return status, body
+
+    async def _chunks(self) -> bytes:
+        """A chunked body (streamed answers: browse pages, exports), read to its last chunk."""
+        parts = []
+        while size := int((await self._reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            parts.append(await self._reader.readexactly(size))
+            await self._reader.readexactly(2)
+        await self._reader.readuntil(b"\r\n")  # no trailers are sent: the empty line
+        return b"".join(parts)
 
     async def close(self) -> None:
         self._writer.close()
