@@ -19,7 +19,7 @@ from storage.engine import make_engine
 from storage.store import SqlStore
 from storage.wakeups import LocalWakeUps
 from tests.browser import chromium  # noqa: F401  (the fixture, for every test)
-from tests.databases import PostgresDatabases, SqliteDatabases, postgres_available
+from tests.databases import PostgresDatabases, SqliteDatabases, memory_backed_directory, postgres_available
 
 STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
@@ -37,8 +37,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def sqlite_databases(tmp_path_factory: pytest.TempPathFactory) -> SqliteDatabases:
-    return SqliteDatabases(tmp_path_factory.mktemp("sqlite"))
+def sqlite_databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteDatabases]:
+    with memory_backed_directory() as directory:
+        yield SqliteDatabases(directory or tmp_path_factory.mktemp("sqlite"))
 
 
 @pytest.fixture(scope="session")

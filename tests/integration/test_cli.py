@@ -1,4 +1,5 @@
-"""The `msmq-gateway` command as a subprocess, on a SQLite file of its own."""
+"""The `msmq-gateway` command on a SQLite file of its own: its commands run in the test process
+(tests/cli_in_process.py), and the installed script as a real process proves the entry point."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from storage.schema import metadata
+from tests.cli_in_process import CliRun, run_cli
 from tests.integration.support import gateway_command
 
 COMMAND_TIMEOUT_S = 60
@@ -21,18 +23,20 @@ class Cli:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.database = directory / "cli.db"
-        self.environment = {
-            name: value for name, value in os.environ.items() if not name.startswith("MSMQGW_")
-        }
-        self.environment["MSMQGW_DATABASE_URL"] = f"sqlite+aiosqlite:///{self.database}"
+        self.database_url = f"sqlite+aiosqlite:///{self.database}"
 
-    def run(self, *arguments: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    def run(self, *arguments: str, stdin: bytes = b"") -> CliRun:
+        return run_cli(self.database_url, *arguments, stdin=stdin, cwd=self.directory)
+
+    def installed(self, *arguments: str) -> subprocess.CompletedProcess[bytes]:
+        """The installed `msmq-gateway` script as a process of its own."""
+        environment = {name: value for name, value in os.environ.items() if not name.startswith("MSMQGW_")}
+        environment["MSMQGW_DATABASE_URL"] = self.database_url
         return subprocess.run(
             [*gateway_command(), *arguments],
-            input=stdin,
             capture_output=True,
             cwd=self.directory,
-            env=self.environment,
+            env=environment,
             timeout=COMMAND_TIMEOUT_S,
             check=False,
         )
@@ -58,7 +62,7 @@ def cli(tmp_path: Path) -> Cli:
 
 
 def test_migrate_creates_the_schema(cli: Cli) -> None:
-    result = cli.run("migrate")
+    result = cli.installed("migrate")
     assert result.returncode == 0, result.stderr.decode()
     assert str(cli.database) in result.stdout.decode()
     with sqlite3.connect(cli.database) as connection:
@@ -159,7 +163,7 @@ def test_keys_and_grants(cli: Cli) -> None:
 
 
 def test_serve_refuses_a_network_address_while_anonymous_callers_administer(cli: Cli) -> None:
-    result = cli.run("serve", "--host", "0.0.0.0", "--no-migrate")
+    result = cli.installed("serve", "--host", "0.0.0.0", "--no-migrate")
     assert result.returncode == 3
     assert b"refusing to listen on 0.0.0.0" in result.stderr
     assert b"MSMQGW_ANONYMOUS_ADMIN=false" in result.stderr

@@ -1,5 +1,6 @@
-"""`msmq-gateway message delete|move|resend|export|import` as a subprocess, on a SQLite file of
-its own (the operations themselves are tested on both stores over REST)."""
+"""`msmq-gateway message delete|move|resend|export|import` (run in the test process, as
+tests/integration/test_cli.py runs commands), on a SQLite file of its own (the operations
+themselves are tested on both stores over REST)."""
 
 from __future__ import annotations
 

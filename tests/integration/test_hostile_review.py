@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
-import subprocess
 from typing import Any
 
 import httpx
@@ -19,8 +17,8 @@ from app.settings import Settings
 from qm.clock import SettableClock
 from soap.namespaces import SOAP_ENV
 from soap.service import TARGET_NAMESPACE
+from tests.cli_in_process import run_cli
 from tests.gateway_process import free_port
-from tests.integration.support import gateway_command
 from tests.integration.support import key_with_grants as _key
 from tests.srmp_messages import receipted_request
 
@@ -229,11 +227,7 @@ async def test_repeated_or_malformed_edge_headers_are_refused(
 
 
 def _cli(database_url: str, *arguments: str) -> Any:
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("MSMQGW_")}
-    environment["MSMQGW_DATABASE_URL"] = database_url
-    done = subprocess.run(
-        [*gateway_command(), *arguments], capture_output=True, env=environment, timeout=60, check=False
-    )
+    done = run_cli(database_url, *arguments)
     assert done.returncode == 0, done.stderr.decode()
     return json.loads(done.stdout)
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 import select
 import socket
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.conftest import STORES
+from tests.databases import PostgresDatabases, SqliteDatabases
 from tests.gateway_process import GatewayProcess
 
 SOCKET_TIMEOUT_S = 10.0
@@ -20,14 +23,33 @@ PUSHED_AT_MOST = 64 * 1024 * 1024
 """What the client offers: far more than any cap, so that a server reading it all is seen."""
 
 
-@pytest.fixture
-def server(database_url: str, tmp_path: Path) -> Iterator[GatewayProcess]:
-    process = GatewayProcess(database_url, {"MSMQGW_TRIGGERS_ENABLED": "false"}, tmp_path / "gateway.log")
+@pytest.fixture(scope="module", params=STORES)
+def store_url(request: pytest.FixtureRequest, sqlite_databases: SqliteDatabases) -> Iterator[str]:
+    """A database of each kind for the module's servers: what is checked here is what the HTTP
+    layer reads, holds and answers, so the tests of a store share one process per setting
+    (a server's start took about 2 s of each test)."""
+    databases: SqliteDatabases | PostgresDatabases = (
+        sqlite_databases if request.param == "sqlite" else request.getfixturevalue("postgres_databases")
+    )
+    with databases.dedicated_database() as url:
+        yield url
+
+
+@contextmanager
+def serving(database_url: str, settings: dict[str, str], log: Path) -> Iterator[GatewayProcess]:
+    process = GatewayProcess(database_url, settings, log)
     try:
         process.wait_ready()
         yield process
     finally:
         process.stop()
+
+
+@pytest.fixture(scope="module")
+def server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    log = tmp_path_factory.mktemp("server") / "gateway.log"
+    with serving(store_url, {"MSMQGW_TRIGGERS_ENABLED": "false"}, log) as process:
+        yield process
 
 
 def rss_kib(pid: int) -> int:
@@ -113,14 +135,10 @@ SMALL_LIMITS = {
 }
 
 
-@pytest.fixture
-def limited(database_url: str, tmp_path: Path) -> Iterator[GatewayProcess]:
-    process = GatewayProcess(database_url, SMALL_LIMITS, tmp_path / "gateway.log")
-    try:
-        process.wait_ready()
+@pytest.fixture(scope="module")
+def limited(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    with serving(store_url, SMALL_LIMITS, tmp_path_factory.mktemp("limited") / "gateway.log") as process:
         yield process
-    finally:
-        process.stop()
 
 
 def status_of(answer: bytes) -> int:

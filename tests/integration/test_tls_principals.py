@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,8 +24,8 @@ from soap.namespaces import SOAP_ENV
 from soap.service import TARGET_NAMESPACE
 from storage.engine import make_engine
 from storage.store import SqlStore
+from tests.cli_in_process import run_cli
 from tests.gateway_process import READY_INTERVAL_S
-from tests.integration.support import gateway_command
 from tests.pki import SERVER_EXTENSIONS, Ca, rfc2253_names
 from tests.srmp_messages import plain_request
 from tests.tls_gateway import TlsGateway
@@ -68,11 +66,8 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 
 def cli(database_url: str, *arguments: str) -> Any:
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("MSMQGW_")}
-    environment["MSMQGW_DATABASE_URL"] = database_url
-    done = subprocess.run(
-        [*gateway_command(), *arguments], env=environment, capture_output=True, timeout=60, check=False
-    )
+    """`msmq-gateway ARGUMENTS` on the store, from this process: another process than the gateway's."""
+    done = run_cli(database_url, *arguments)
     assert done.returncode == 0, done.stderr.decode()
     return json.loads(done.stdout)
 
