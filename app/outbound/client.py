@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 from dataclasses import dataclass
 
@@ -48,10 +49,18 @@ class SrmpClient:
         await self._client.aclose()
 
 
-def outbound_verification(ca_file: str) -> ssl.SSLContext | bool:
+def outbound_verification(ca_file: str) -> ssl.SSLContext:
     """How outbound HTTPS is verified: against `ca_file` (MSMQGW_OUTBOUND_CA_FILE) when given,
     else against httpx's default bundle. Never off: a sender-supplied URL must not reach a
     server that cannot prove its name."""
     if not ca_file:
-        return True
+        return default_verification()
     return ssl.create_default_context(cafile=ca_file)
+
+
+@functools.cache
+def default_verification() -> ssl.SSLContext:
+    """httpx's default verification (its CA bundle), made once per process: loading the bundle
+    takes about 30 ms, which every app start paid for its SRMP client (the tests start
+    hundreds). A context is safe to share between clients."""
+    return httpx.create_ssl_context(trust_env=False)  # as the clients, which ignore SSL_CERT_FILE
