@@ -35,14 +35,19 @@ POS_ARRIVAL, POS_RECEIVE = 0x01, 0x02
 Result = TypeVar("Result")
 
 
-def _transactions_waiting_for_a_lock(database_url: str) -> int:
+WAITING_FOR_A_LOCK = "wait_event_type = 'Lock'"
+"""Sessions waiting for a lock (one whose holder has just ended, not woken yet, included)."""
+BLOCKED_NOW = "cardinality(pg_blocking_pids(pid)) > 0"
+"""Sessions waiting for a lock another transaction holds now."""
+
+
+def _transactions_waiting_for_a_lock(database_url: str, condition: str = WAITING_FOR_A_LOCK) -> int:
     url = sa.engine.make_url(database_url).set(drivername="postgresql+psycopg")
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     try:
         with engine.connect() as connection:
             waiting = connection.exec_driver_sql(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                f"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND {condition}"
             )
             return int(waiting.scalar_one())
     finally:
@@ -100,11 +105,17 @@ def _postgres_only(database_url: str) -> None:
         pytest.skip("SQLite has one writer at a time: its transactions never wait for each other's rows")
 
 
-async def _until_waiting(database_url: str, waiting: int, *tasks: asyncio.Task[Any]) -> None:
-    """Return once `waiting` transactions wait for a lock (or a task ended: its result tells)."""
+async def _until_waiting(
+    database_url: str, waiting: int, *tasks: asyncio.Task[Any], condition: str = WAITING_FOR_A_LOCK
+) -> None:
+    """Return once `waiting` transactions wait for a lock (`condition`: BLOCKED_NOW, held now)
+    or a task ended (its result tells)."""
     with anyio.fail_after(WAIT_LIMIT_S):
         while not any(task.done() for task in tasks):
-            if await anyio.to_thread.run_sync(_transactions_waiting_for_a_lock, database_url) >= waiting:
+            counted = await anyio.to_thread.run_sync(
+                _transactions_waiting_for_a_lock, database_url, condition
+            )
+            if counted >= waiting:
                 return
             await asyncio.wait(set(tasks), timeout=0.01, return_when=asyncio.FIRST_COMPLETED)
 

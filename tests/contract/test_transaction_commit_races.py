@@ -8,9 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
 
-import anyio
 import pytest
 import sqlalchemy as sa
 
@@ -21,8 +19,9 @@ from qm.reading import QueueReader
 from qm.store import Seek
 from storage.engine import make_engine
 from storage.store import SqlStore
-from tests.contract.support import WAIT_LIMIT_S, counts
+from tests.contract.support import counts
 from tests.contract.test_lock_order import (
+    BLOCKED_NOW,
     _message_row_held,
     _postgres_only,
     _until_waiting,
@@ -96,31 +95,6 @@ async def _key_shared(database_url: str, lookup_id: int) -> AsyncIterator[None]:
         await engine.dispose()
 
 
-def _blocked(database_url: str) -> int:
-    """How many transactions wait for a lock another transaction holds now (one whose holder
-    has just ended, not woken yet, is not counted)."""
-    url = sa.engine.make_url(database_url).set(drivername="postgresql+psycopg")
-    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    try:
-        with engine.connect() as connection:
-            blocked = connection.exec_driver_sql(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                " AND cardinality(pg_blocking_pids(pid)) > 0"
-            )
-            return int(blocked.scalar_one())
-    finally:
-        engine.dispose()
-
-
-async def _until_blocked(database_url: str, blocked: int, *tasks: asyncio.Task[Any]) -> None:
-    """Return once `blocked` transactions wait for a lock held now (or a task ended)."""
-    with anyio.fail_after(WAIT_LIMIT_S):
-        while not any(task.done() for task in tasks):
-            if await anyio.to_thread.run_sync(_blocked, database_url) >= blocked:
-                return
-            await asyncio.wait(set(tasks), timeout=0.01, return_when=asyncio.FIRST_COMPLETED)
-
-
 async def test_a_commit_and_a_purge_meeting_its_messages_out_of_lookup_order_do_not_deadlock(
     manager: QueueManager, reader: QueueReader, other_process: QueueManager, database_url: str
 ) -> None:
@@ -150,7 +124,7 @@ async def test_a_commit_and_a_purge_meeting_its_messages_out_of_lookup_order_do_
             committing = asyncio.create_task(manager.commit(transaction.id))
             await _until_waiting(database_url, 2, purging, committing)
         # `ahead` let go: the mark goes on (the old code: it takes `later`), then waits for `first`
-        await _until_blocked(database_url, 2, purging, committing)
+        await _until_waiting(database_url, 2, purging, committing, condition=BLOCKED_NOW)
     purged, _ = await _within_limit(asyncio.gather(purging, committing))
     assert purged == 1  # `ahead`; the commit removed the two it received
     assert await counts(manager, PATH) == (0, 0)
@@ -188,9 +162,10 @@ async def test_a_commit_and_a_queue_deletion_meeting_its_messages_out_of_lookup_
             later = await reader.by_lookup_id(PATH, Seek.LAST, receive=True, transaction=transaction.id)
             assert ahead.lookup_id < first.lookup_id < later.lookup_id
             await later_held.enter_async_context(_message_row_held(database_url, later.lookup_id))
-        await _until_blocked(database_url, 1, deleting)  # the hold goes on, up to `later`
+        # the hold goes on, up to `later`
+        await _until_waiting(database_url, 1, deleting, condition=BLOCKED_NOW)
         committing = asyncio.create_task(manager.commit(transaction.id))
-        await _until_blocked(database_url, 2, deleting, committing)
+        await _until_waiting(database_url, 2, deleting, committing, condition=BLOCKED_NOW)
     deleted, _ = await _within_limit(asyncio.gather(deleting, committing))
     assert deleted == 1  # `ahead`; the commit removed the two it received
     assert await manager.store.queues.find_queue(queue.path) is None
