@@ -10,6 +10,7 @@ import pytest
 from qm.errors import MqError, MqErrorCode
 from qm.manager import QueueManager
 from qm.model import Message, MessageProperties, NewMessage, QueueSettings
+from storage.store import SqlStore
 from storage.wakeups import LocalWakeUps
 from tests.observed_wakeups import ObservedWakeUps
 
@@ -72,3 +73,9 @@ class WatchedWakeUps(ObservedWakeUps):
 
     def __init__(self, poll_interval: float = 60.0) -> None:
         super().__init__(LocalWakeUps(poll_interval=poll_interval))
+
+
+def sql_store(manager: QueueManager) -> SqlStore:
+    """The manager's store, as the SQLAlchemy store these tests look into."""
+    assert isinstance(manager.store, SqlStore)
+    return manager.store

@@ -20,20 +20,14 @@ from qm.store import Claim, EnqueueOutcome, EnqueueResult, Selector
 from storage.consequences import Consequences
 from storage.engine import make_engine
 from storage.sending import EnqueueRequest
-from storage.store import SqlStore
 from storage.tables import messages, received_message_ids
-from tests.contract.support import WAIT_LIMIT_S, bodies_of, counts, new_queue, store_message
+from tests.contract.support import WAIT_LIMIT_S, bodies_of, counts, new_queue, sql_store, store_message
 
 pytestmark = pytest.mark.anyio
 
 PATH = "private$/group-commit"
 OTHER = "private$/group-commit-other"
 SENDERS = 20
-
-
-def _store(manager: QueueManager) -> SqlStore:
-    assert isinstance(manager.store, SqlStore)
-    return manager.store
 
 
 def _message(
@@ -47,7 +41,7 @@ async def test_concurrent_enqueues_are_written_by_one_commit(
 ) -> None:
     await new_queue(manager, PATH)
     queue = await manager.get_queue(PATH)
-    store = _store(manager)
+    store = sql_store(manager)
     commits_before = store.messages.group_commit.stats.commits
     answers = await asyncio.gather(
         *(store.messages.enqueue([_message(manager, queue.id, number)]) for number in range(SENDERS))
@@ -86,7 +80,7 @@ async def test_a_message_that_cannot_be_stored_fails_alone(manager: QueueManager
     requests[3] = EnqueueRequest([_message(manager, gone.id, 3)])
     requests[5] = EnqueueRequest([_message(manager, queue.id, 5)], sees_its_message)
     requests[6] = EnqueueRequest([_message(manager, queue.id, 6)], refuses)
-    store = _store(manager)
+    store = sql_store(manager)
     outcomes = await asyncio.gather(
         *(store.messages.enqueue_request(r) for r in requests), return_exceptions=True
     )
@@ -104,7 +98,7 @@ async def test_a_message_that_cannot_be_stored_fails_alone(manager: QueueManager
 async def test_a_duplicate_in_the_same_batch_is_answered_as_such(manager: QueueManager) -> None:
     await new_queue(manager, PATH)
     queue = await manager.get_queue(PATH)
-    store = _store(manager)
+    store = sql_store(manager)
     answers = await asyncio.gather(
         *(store.messages.enqueue([_message(manager, queue.id, number, "srmp-id-1")]) for number in range(2))
     )
@@ -136,7 +130,7 @@ async def test_concurrent_receives_are_taken_by_one_commit_one_message_each(mana
         await manager.send(PATH, MessageProperties(body=str(number).encode(), priority=priority))
     await manager.send(OTHER, MessageProperties(body=b"other"))
     orders, other = await manager.get_queue(PATH), await manager.get_queue(OTHER)
-    store = _store(manager)
+    store = sql_store(manager)
     commits_before = store.messages.receive_group.stats.commits
     now = manager.clock.now()
     callers = [orders] * 5 + [other] * 2
@@ -154,7 +148,7 @@ async def test_a_receive_cancelled_before_its_batch_takes_nothing(manager: Queue
     for body in (b"kept", b"second"):
         await manager.send(PATH, MessageProperties(body=body))
     queue = await manager.get_queue(PATH)
-    store = _store(manager)
+    store = sql_store(manager)
     now = manager.clock.now()
     blocker = asyncio.ensure_future(store.messages.take(queue, Selector(), now, Claim()))
     await asyncio.sleep(0)  # one turn of the loop: the first receive's batch is under way
@@ -179,7 +173,7 @@ async def test_a_receive_cancelled_while_its_batch_runs_takes_nothing(
     await new_queue(manager, PATH, QueueSettings(journal=True))
     await manager.send(PATH, MessageProperties(body=b"only"))
     queue = await manager.get_queue(PATH)
-    store = _store(manager)
+    store = sql_store(manager)
     inside, release = asyncio.Event(), asyncio.Event()
     removed = Consequences.removed
 

@@ -26,8 +26,7 @@ from qm.triggers.model import Invocation, Outcome, ProcessingType, Trigger
 from qm.triggers.walker import rejection
 from storage.consequences import Consequences
 from storage.receiving import ReceiveRequest
-from storage.store import SqlStore
-from tests.contract.support import counts, store_message
+from tests.contract.support import counts, sql_store, store_message
 from tests.contract.test_lock_order import (
     ADMIN_FORMAT_NAME,
     CONCURRENT,
@@ -49,12 +48,6 @@ REMOTE = f"DIRECT={REMOTE_URL}"
 @pytest.fixture
 def manager_config() -> ManagerConfig:
     return ManagerConfig(outbound_hosts=("remote.example",))
-
-
-def _sql_store(manager: QueueManager) -> SqlStore:
-    store = manager.store
-    assert isinstance(store, SqlStore)
-    return store
 
 
 async def test_a_commit_acknowledging_an_arrival_into_a_lower_queue_and_a_send_batch_do_not_deadlock(
@@ -128,7 +121,7 @@ async def test_a_trigger_rejection_acknowledged_into_a_lower_queue_and_a_send_ba
     orders = await manager.create_queue("private$/orders", QueueSettings())
     asking = MessageProperties(body=b"order", admin_queue=ADMIN_FORMAT_NAME, acknowledge=NEG_RECEIVE)
     message = await manager.send("private$/orders", asking)
-    store = _sql_store(manager)
+    store = sql_store(manager)
     trigger = Trigger(
         str(uuid.uuid4()), "t", "private$/orders", orders.id, True, False, ProcessingType.PEEK, ()
     )
@@ -169,7 +162,7 @@ async def test_a_purge_and_a_receive_of_a_message_that_arrived_after_its_hold_do
     _postgres_only(database_url)
     queue = await manager.create_queue("private$/busy", QueueSettings())
     await manager.send("private$/busy", MessageProperties(body=b"followed", journal=JournalFlags.DEADLETTER))
-    store = _sql_store(manager)
+    store = sql_store(manager)
     mark = pause_after(monkeypatch, store.queues._removal, "_mark_purged")
     batches = pause_after(monkeypatch, store.queues._removal, "_remove_followed")
     purging = asyncio.create_task(store.queues.purge_queue(queue.id, clock.now()))
@@ -196,7 +189,7 @@ async def test_a_negative_final_receipt_and_an_expiry_in_the_same_outgoing_queue
     # (a system queue, lower ID). An expiry in transit from the same outgoing queue sweeps
     # DEADXACT, then the outgoing queue.
     _postgres_only(database_url)
-    store = _sql_store(manager)
+    store = sql_store(manager)
     outgoing = (
         await store.outgoing.ensure_outgoing_queue(outgoing_queue_path(REMOTE_URL), clock.now())
     ).queue
@@ -261,7 +254,7 @@ async def test_a_purge_whose_later_batch_acknowledges_into_a_lower_queue_and_a_s
             await go_on.wait()
 
     monkeypatch.setattr(Consequences, "removed", pausing_after_the_first_batch)
-    purging = asyncio.create_task(_sql_store(manager).queues.purge_queue(orders.id, clock.now()))
+    purging = asyncio.create_task(sql_store(manager).queues.purge_queue(orders.id, clock.now()))
     await _within_limit(first_batch_done.wait())
     assert batches == [[b"first"]]  # the purge holds orders' row now, and not admin's
     batch = [store_message(other_process, queue.id, CONCURRENT) for queue in (admin, orders)]

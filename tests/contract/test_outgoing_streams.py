@@ -14,19 +14,12 @@ from qm.clock import SettableClock
 from qm.manager import QueueManager
 from qm.model import MessageProperties
 from qm.paths import outgoing_queue_path
-from storage.store import SqlStore
-from tests.contract.support import store_message
+from tests.contract.support import sql_store, store_message
 from tests.contract.test_lock_order import _until_waiting, _within_limit, pause_after
 
 pytestmark = pytest.mark.anyio
 
 REMOTE_URL = "HTTP://remote.example/msmq/private$/far"
-
-
-def _sql_store(manager: QueueManager) -> SqlStore:
-    store = manager.store
-    assert isinstance(store, SqlStore)
-    return store
 
 
 async def test_two_writers_creating_the_same_outgoing_stream_share_one_row(
@@ -39,7 +32,7 @@ async def test_two_writers_creating_the_same_outgoing_stream_share_one_row(
     # Was: SqlOutgoing._outgoing_stream read the row, found none and inserted it. On
     # PostgreSQL the second writer's insert waited for the first one's uncommitted row, then
     # failed with UniqueViolation on pk_outgoing_streams: a 500 for a send, a red suite.
-    first, second = _sql_store(manager), _sql_store(other_process)
+    first, second = sql_store(manager), sql_store(other_process)
     outgoing = (
         await first.outgoing.ensure_outgoing_queue(outgoing_queue_path(REMOTE_URL), clock.now())
     ).queue

@@ -20,9 +20,8 @@ from qm.errors import MqErrorCode
 from qm.manager import QueueManager
 from qm.model import MessageProperties, NewMessage, QueueChanges, QueueSettings
 from qm.store import EnqueueOutcome
-from storage.store import SqlStore
 from storage.tables import messages, received_message_ids
-from tests.contract.support import WAIT_LIMIT_S, counts, mq_error, new_queue, store_message
+from tests.contract.support import WAIT_LIMIT_S, counts, mq_error, new_queue, sql_store, store_message
 from tests.contract.test_plain_receives import driver_calls
 
 pytestmark = pytest.mark.anyio
@@ -30,11 +29,6 @@ pytestmark = pytest.mark.anyio
 PATH = "private$/keyed"
 SENDER = uuid.UUID("5b0c7e1a-2f3d-4c8e-9a61-0d4f2b7c8e93")
 ACCEPTED, DUPLICATE = EnqueueOutcome.ACCEPTED, EnqueueOutcome.DUPLICATE
-
-
-def _store(manager: QueueManager) -> SqlStore:
-    assert isinstance(manager.store, SqlStore)
-    return manager.store
 
 
 def _srmp(number: int, body: bytes = b"srmp") -> MessageProperties:
@@ -54,7 +48,7 @@ async def _keyed(manager: QueueManager, path: str, key: str | None, body: bytes 
 
 
 async def _remembered(manager: QueueManager) -> set[str]:
-    async with _store(manager).engine.connect() as connection:
+    async with sql_store(manager).engine.connect() as connection:
         return set((await connection.execute(sa.select(received_message_ids.c.message_id))).scalars())
 
 
@@ -64,14 +58,14 @@ async def test_an_srmp_send_is_one_statement_and_so_is_its_duplicate(
     """PostgreSQL: no transaction, the sender's message ID kept; SQLite: stored the same."""
     await new_queue(manager, PATH)
     await manager.send(PATH, MessageProperties(body=b"first"))  # the queue looked up
-    postgresql = not _store(manager).db.sqlite
+    postgresql = not sql_store(manager).db.sqlite
     with driver_calls(monkeypatch) as calls:
         stored = await manager.deliver(PATH, _srmp(7001), duplicate_key=_sender_id(7001))
         again = await manager.deliver(PATH, _srmp(7001), duplicate_key=_sender_id(7001))
     assert not postgresql or calls == ["WITH", "WITH"], calls
     assert stored is not None and again is None
     assert stored.message_id == _sender_id(7001)
-    async with _store(manager).engine.connect() as connection:
+    async with sql_store(manager).engine.connect() as connection:
         row = (
             await connection.execute(sa.select(messages).where(messages.c.lookup_id == stored.lookup_id))
         ).one()
@@ -86,16 +80,16 @@ async def test_a_remembered_key_is_a_duplicate_and_takes_no_room(
     The statement's admission counts the whole batch (1,200 bytes): the transaction decides, and
     the copy takes no room. With room for both, one statement decides."""
     await new_queue(manager, PATH, QueueSettings(quota_kb=1))
-    [first] = await _store(manager).messages.enqueue([await _keyed(manager, PATH, "k/1", b"a" * 100)])
+    [first] = await sql_store(manager).messages.enqueue([await _keyed(manager, PATH, "k/1", b"a" * 100)])
     assert first.outcome is ACCEPTED
     batch = [await _keyed(manager, PATH, "k/1", b"b" * 600), await _keyed(manager, PATH, "k/2", b"c" * 600)]
-    assert [r.outcome for r in await _store(manager).messages.enqueue(batch)] == [DUPLICATE, ACCEPTED]
+    assert [r.outcome for r in await sql_store(manager).messages.enqueue(batch)] == [DUPLICATE, ACCEPTED]
     assert await counts(manager, PATH) == (2, 700)
     small = [await _keyed(manager, PATH, key, b"d" * 10) for key in ("k/2", "k/3", "k/1", None)]
     with driver_calls(monkeypatch) as calls:
-        results = await _store(manager).messages.enqueue(small)
+        results = await sql_store(manager).messages.enqueue(small)
     assert [r.outcome for r in results] == [DUPLICATE, ACCEPTED, DUPLICATE, ACCEPTED]
-    assert _store(manager).db.sqlite or calls == ["WITH"], calls
+    assert sql_store(manager).db.sqlite or calls == ["WITH"], calls
     assert [r.lookup_id is None for r in results] == [True, False, True, False]
     assert await counts(manager, PATH) == (4, 720)
     assert await _remembered(manager) == {"k/1", "k/2", "k/3"}
@@ -107,13 +101,13 @@ async def test_a_key_repeated_in_a_batch_is_stored_once(
     await new_queue(manager, PATH)
     batch = [await _keyed(manager, PATH, key) for key in ("k/9", "k/9", None, "k/8", "k/9", "k/8")]
     with driver_calls(monkeypatch) as calls:
-        results = await _store(manager).messages.enqueue(batch)
+        results = await sql_store(manager).messages.enqueue(batch)
     assert [r.outcome for r in results] == [ACCEPTED, DUPLICATE, ACCEPTED, ACCEPTED, DUPLICATE, DUPLICATE]
-    assert _store(manager).db.sqlite or calls == ["WITH"], calls
+    assert sql_store(manager).db.sqlite or calls == ["WITH"], calls
     lookup_ids = [r.lookup_id for r in results if r.lookup_id is not None]
     assert len(set(lookup_ids)) == 3 and lookup_ids == sorted(lookup_ids)  # in message order
     assert await counts(manager, PATH) == (3, 3 * len(b"keyed"))
-    [again] = await _store(manager).messages.enqueue([await _keyed(manager, PATH, "k/9")])
+    [again] = await sql_store(manager).messages.enqueue([await _keyed(manager, PATH, "k/9")])
     assert again.outcome is DUPLICATE
 
 
@@ -149,7 +143,7 @@ async def _waiting_on_a_transaction(connection: AsyncConnection) -> bool:
 async def _row_locked(manager: QueueManager, queue_id: int) -> bool:
     """Whether some session holds the queue's row (tried without waiting, from a session of its own)."""
     try:
-        async with _store(manager).engine.connect() as connection:
+        async with sql_store(manager).engine.connect() as connection:
             await connection.execute(
                 sa.text("SELECT id FROM queues WHERE id = :id FOR UPDATE NOWAIT"), {"id": queue_id}
             )
@@ -172,7 +166,7 @@ async def test_a_copy_another_session_holds_uncommitted_is_decided_by_its_end(
     queue = await manager.get_queue(PATH)
     await manager.known_queue(PATH)
     key = rules.duplicate_key(SENDER, queue.id, _sender_id(5))
-    async with _store(manager).engine.connect() as other:
+    async with sql_store(manager).engine.connect() as other:
         await other.execute(sa.insert(received_message_ids).values(message_id=key, received_at=0))
         with driver_calls(monkeypatch) as calls:
             sending = asyncio.ensure_future(manager.deliver(PATH, _srmp(5), duplicate_key=_sender_id(5)))

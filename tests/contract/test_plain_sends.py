@@ -18,9 +18,8 @@ from qm.manager import QueueManager
 from qm.model import MessageProperties, QueueChanges, QueueSettings
 from qm.rules import COUNTER_MASK
 from qm.store import EnqueueOutcome
-from storage.store import SqlStore
 from storage.tables import messages
-from tests.contract.support import counts, mq_error, store_message
+from tests.contract.support import counts, mq_error, sql_store, store_message
 from tests.contract.test_empty_queue_reads import statements_run
 
 pytestmark = pytest.mark.anyio
@@ -37,14 +36,9 @@ def _postgresql_only(database_url: str) -> None:
         pytest.skip("SQLite sends take the write lock in a transaction")
 
 
-def _store(manager: QueueManager) -> SqlStore:
-    assert isinstance(manager.store, SqlStore)
-    return manager.store
-
-
 async def _rows(manager: QueueManager, path: str) -> list[dict[str, Any]]:
     queue = await manager.get_queue(path)
-    async with _store(manager).engine.connect() as connection:
+    async with sql_store(manager).engine.connect() as connection:
         statement = sa.select(messages).where(messages.c.queue_id == queue.id).order_by(messages.c.lookup_id)
         return [dict(row) for row in (await connection.execute(statement)).mappings()]
 
@@ -87,7 +81,7 @@ async def test_a_batch_that_fits_only_in_part_is_admitted_message_by_message(man
     queue = await manager.create_queue(PLAIN, QueueSettings(quota_kb=1))
     half = MessageProperties(body=b"h" * 600)
     batch = [replace(store_message(manager, queue.id, half), queue_key=queue.path.key) for _ in range(2)]
-    outcomes = [result.outcome for result in await _store(manager).messages.enqueue(batch)]
+    outcomes = [result.outcome for result in await sql_store(manager).messages.enqueue(batch)]
     assert outcomes == [EnqueueOutcome.ACCEPTED, EnqueueOutcome.QUEUE_QUOTA_EXCEEDED]
     assert await counts(manager, PLAIN) == (1, 600)
 
@@ -143,5 +137,5 @@ async def test_a_value_too_long_for_its_column_is_refused_not_cut(manager: Queue
         replace(store_message(manager, queue.id, too_long), queue_key=queue.path.key) for _ in range(count)
     ]
     with pytest.raises(sa.exc.DBAPIError, match="too long"):
-        await _store(manager).messages.enqueue(batch)
+        await sql_store(manager).messages.enqueue(batch)
     assert await counts(manager, PLAIN) == (0, 0)
