@@ -49,8 +49,13 @@ def locked_in_lookup_order(chosen: sa.ColumnElement[bool], keeps_key: bool) -> s
     order the scan meets them (by state, then lookup ID, or the table's order: a row received
     meanwhile is met through its old entry), and deadlocks with one that takes some of them in
     lookup-ID order (a commit's)."""
-    ordered = sa.select(m.lookup_id).where(chosen).order_by(m.lookup_id).with_for_update(key_share=keeps_key)
-    return m.lookup_id == sa.any_(sa.func.array(ordered.scalar_subquery()))
+    return m.lookup_id == sa.any_(sa.func.array(locking_in_lookup_order(chosen, keeps_key).scalar_subquery()))
+
+
+def locking_in_lookup_order(chosen: sa.ColumnElement[bool], keeps_key: bool = False) -> sa.Select[Any]:
+    """The lookup IDs of the message rows `chosen` selects, locking them in lookup-ID order
+    (locked_in_lookup_order says why)."""
+    return sa.select(m.lookup_id).where(chosen).order_by(m.lookup_id).with_for_update(key_share=keeps_key)
 
 
 async def delete_rows(connection: AsyncConnection, leaving: Iterable[Mapping[Any, Any]]) -> None:

@@ -18,7 +18,7 @@ from qm.paths import SystemQueue, system_queue_path
 from storage import send_statements, sql_rules
 from storage.consequences import Consequences
 from storage.database import CHANGED_QUEUES, Database
-from storage.holds import locked_in_lookup_order
+from storage.holds import locked_in_lookup_order, locking_in_lookup_order
 from storage.tables import AVAILABLE, LOCKED, cursors, messages, queues, srmp_streams, transactions
 from storage.totals import change_totals
 from storage.transaction_ends import TransactionEnds
@@ -176,7 +176,7 @@ class Removal:
         later batch would wait for those while the removal waits for its message: a deadlock.
         In lookup-ID order, as a commit locks its own (holds.locked_in_lookup_order says why)."""
         if not self._db.sqlite:
-            held = sa.select(m.lookup_id).where(where).order_by(m.lookup_id).with_for_update().subquery()
+            held = locking_in_lookup_order(where).subquery()
             await connection.execute(sa.select(sa.func.count()).select_from(held))
 
     async def _lock_removal_targets(

@@ -160,17 +160,19 @@ class Sender:
             answered = await driver_sql.read(connection, statement, arguments)
         if not answered:  # not every message admitted: the transaction decides, one by one
             return None
-        found = dict(zip(chosen, answered, strict=True))  # a repeated key: a duplicate, no row
-        placed = [found.get(index) for index in range(len(items))]
-        stored = [row["lookup_id"] for row in placed if row is not None and row["lookup_id"] is not None]
-        self._db.committed(Counter(items[0].queue_id for _ in stored))
+        # a message's row with its IDs, else a duplicate (its key remembered, or repeated: no row)
+        found = {
+            index: row for index, row in zip(chosen, answered, strict=True) if row["lookup_id"] is not None
+        }
+        stored = [row["lookup_id"] for row in found.values()]
+        self._db.committed(Counter(items[0].queue_id for _ in stored))  # one per message stored
         if arriving:
             arrived.extend(stored)
         flat = iter(
             EnqueueResult(EnqueueOutcome.ACCEPTED, row["lookup_id"], row["message_id"])
-            if row is not None and row["lookup_id"] is not None
+            if (row := found.get(index)) is not None
             else EnqueueResult(EnqueueOutcome.DUPLICATE)
-            for row in placed
+            for index in range(len(items))
         )
         return [[next(flat) for _ in request.messages] for request in requests]
 
